@@ -1073,7 +1073,7 @@ static cJSON *route_with(size_t npreds, size_t nfilters) {
 START_TEST(entry_counts_past_16_bits_are_an_error) {
     sy__alloc a;
     sy__alloc_default(&a);
-    sy__def_ctx ctx = {&a, NULL, NULL, NULL, NULL, NULL, 0, NULL};
+    sy__def_ctx ctx = {&a, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL};
     struct sy_route *r = NULL;
     sy_error e;
     cJSON *o = route_with(65536, 1);

@@ -9,6 +9,7 @@
  */
 #include "base/idtab.h"
 #include "def/def_build.h"
+#include "def/def_memo.h"
 #include "def/def_scan.h"
 #include "policy/host_runs.h"
 #include "route/filter.h"
@@ -465,6 +466,7 @@ typedef struct route_walk {
     uint32_t max_depth;
     sy__idtab ids;
     sy__def_ctx ctx;
+    sy__def_memo memo; /* ctx.memo */
     sy__buf scratch;
     sy__arena tree; /* the tree of the route being built (def_tree.c) */
     bool by_bytes;
@@ -528,7 +530,9 @@ static void route_walk_begin(route_walk *w, sy_document *d,
                            sy__regex_cache_new(&d->alloc),
                            &w->scratch,
                            0,
-                           sy__def_host_runs(opts)};
+                           sy__def_host_runs(opts),
+                           &w->memo};
+    sy__def_memo_init(&w->memo, &d->alloc);
     w->by_bytes = reuse && reuse->by_bytes;
 }
 
@@ -575,6 +579,7 @@ static void route_walk_end(route_walk *w) {
     sy__free(&w->d->alloc, w->ids.e);
     sy__regex_cache_free(w->ctx.regex_cache);
     sy__buf_free(&w->scratch);
+    sy__def_memo_free(&w->memo);
     sy__arena_free(&w->tree);
 }
 

@@ -43,6 +43,7 @@ typedef struct sy__def_ctx {
     sy__buf *scratch; /* canonical forms, reused route to route; may be NULL */
     size_t text_len;  /* bytes of the route's JSON text; 0: unknown */
     const char *const *host_runs; /* what the host runs; NULL: undeclared */
+    struct sy__def_memo *memo;    /* entries seen before (def_memo.h); NULL */
 } sy__def_ctx;
 
 /*
@@ -102,6 +103,11 @@ size_t sy__def_route_errors(const sy__def_ctx *ctx, const cJSON *obj,
 int sy__def_canonicalize(struct sy_route *r);
 int sy__def_canonicalize_into(const struct sy_route *r, sy__buf *scratch,
                               uint64_t *fingerprint);
+/* The _into form for a route just built with ctx->memo (NULL: none): its
+ * entries the memo holds are copied from it, and the text of those it
+ * took in is kept there. */
+int sy__def_canonicalize_memo(const struct sy_route *r, sy__buf *scratch,
+                              struct sy__def_memo *memo, uint64_t *fingerprint);
 
 /* A deep copy of r's definition (not compiled, no canonical form). */
 struct sy_route *sy__def_clone(const struct sy_route *r);

@@ -6,6 +6,7 @@
  */
 #include "base/values.h"
 #include "def/def_build.h"
+#include "def/def_memo.h"
 
 #include <stdio.h>
 
@@ -287,15 +288,29 @@ static const sy__def_entry *entry_at(const struct sy_route *r,
     return es ? &es[i] : sy__route_pred_entry(r, i, tmp);
 }
 
-/* The n entries es of r (es NULL: r's predicates, rebuilt). */
+/* The n entries es of r (es NULL: r's predicates, rebuilt). hints (or
+ * NULL): entry i's memo slot (or NULL), whose text is copied when it has
+ * one, else written and kept there. */
 static void canon_entries(sy__buf *b, const struct sy_route *r,
-                          const sy__def_entry *es, size_t n) {
+                          const sy__def_entry *es, size_t n,
+                          sy__memo_slot *const *hints) {
     sy__entry_view tmp;
     putc1(b, '[');
     for (size_t i = 0; i < n; i++) {
         if (i)
             putc1(b, ',');
+        sy__memo_slot *s = hints ? hints[i] : NULL;
+        if (s && s->canon_len) {
+            put(b, s->bytes + s->canon_at, s->canon_len);
+            continue;
+        }
+        size_t at = b->len;
         canon_entry(b, entry_at(r, es, i, &tmp));
+        if (s && !b->failed &&
+            b->len - at <= (size_t)(SY_MEMO_BYTES - s->canon_at)) {
+            memcpy(s->bytes + s->canon_at, b->ptr + at, b->len - at);
+            s->canon_len = (uint16_t)(b->len - at);
+        }
     }
     putc1(b, ']');
 }
@@ -303,7 +318,7 @@ static void canon_entries(sy__buf *b, const struct sy_route *r,
 /* The uri's canonical text, quoted: the opening quote, the text written
  * in place, then the closing quote; text that needs escapes (hosts and
  * paths rarely do) is taken out and written again escaped. */
-static void canon_uri(sy__buf *b, const struct sy_route *r) {
+static void canon_uri_any(sy__buf *b, const struct sy_route *r) {
     sy_upstream up;
     sy_route_upstream(r, &up);
     const sy_upstream *u = &up;
@@ -364,6 +379,46 @@ static void canon_uri(sy__buf *b, const struct sy_route *r) {
     sy__free(b->alloc, t);
 }
 
+/* canon_uri_any for the common upstreams, a URL or a service, written
+ * in one pass: the host's bytes lowered (a URL's) and tested for an
+ * escape and a ':' (IPv6) as they are copied; anything else, and a host
+ * that needs an escape or brackets, goes to canon_uri_any. */
+static void canon_uri(sy__buf *b, const struct sy_route *r) {
+    bool url = r->up_kind == SY_UPSTREAM_URL;
+    if (!url && r->up_kind != SY_UPSTREAM_SERVICE) {
+        canon_uri_any(b, r);
+        return;
+    }
+    const char *scheme = sy__route_schemes[r->up_scheme], *host = r->up_host;
+    size_t sl = strlen(scheme), hl = strlen(host), start = b->len;
+    /* '"' scheme "://" host ':' port '"' */
+    if (b->len + sl + hl + 16 >= b->cap && !sy__buf_reserve(b, sl + hl + 16))
+        return;
+    char *o = b->ptr + b->len;
+    *o++ = '"';
+    memcpy(o, scheme, sl);
+    memcpy(o + sl, "://", 3);
+    o += sl + 3;
+    unsigned odd = 0; /* an escape needed, or a ':' */
+    for (size_t i = 0; i < hl; i++) {
+        unsigned char c = (unsigned char)host[i];
+        odd |= needs_escape[c] | (c == ':');
+        o[i] = (char)(url && (unsigned)(c - 'A') < 26u ? c + 32 : c);
+    }
+    if (odd) { /* rare: written again as before */
+        b->len = start;
+        canon_uri_any(b, r);
+        return;
+    }
+    o += hl;
+    if (url) {
+        *o++ = ':';
+        o += sy__int_text(r->up_port, o);
+    }
+    *o++ = '"';
+    b->len = (size_t)(o - b->ptr);
+}
+
 static void canon_metadata(sy__buf *b, const struct sy_route *r) {
     putc1(b, '{');
     for (size_t i = 0; i < r->more->metadata_count; i++) {
@@ -383,17 +438,19 @@ static void canon_part(sy__buf *b, const struct sy_route *r, int part) {
     switch (part) {
     case PART_URI: canon_uri(b, r); break;
     case PART_PREDICATES:
-        canon_entries(b, r, r->predicates, r->predicate_count);
+        canon_entries(b, r, r->predicates, r->predicate_count, NULL);
         break;
     case PART_FILTERS:
-        canon_entries(b, r, r->more->filters, r->more->filter_count);
+        canon_entries(b, r, r->more->filters, r->more->filter_count, NULL);
         break;
     default: canon_metadata(b, r); break;
     }
 }
 
-/* The canonical form of r into b (from b->len). */
-static void canon_write(sy__buf *b, const struct sy_route *r) {
+/* The canonical form of r into b (from b->len); hints[0] and [1] (or
+ * NULL) for its predicates and filters (canon_entries). */
+static void canon_write(sy__buf *b, const struct sy_route *r,
+                        sy__memo_slot *const *const *hints) {
     PUTS(b, "{\"id\":");
     put_json_str(b, r->id);
     PUTS(b, ",\"uri\":");
@@ -402,9 +459,11 @@ static void canon_write(sy__buf *b, const struct sy_route *r) {
     char num[24];
     put(b, num, sy__int_text(r->order, num));
     PUTS(b, ",\"predicates\":");
-    canon_entries(b, r, r->predicates, r->predicate_count);
+    canon_entries(b, r, r->predicates, r->predicate_count,
+                  hints ? hints[0] : NULL);
     PUTS(b, ",\"filters\":");
-    canon_entries(b, r, r->more->filters, r->more->filter_count);
+    canon_entries(b, r, r->more->filters, r->more->filter_count,
+                  hints ? hints[1] : NULL);
     PUTS(b, ",\"metadata\":");
     canon_metadata(b, r);
     putc1(b, '}');
@@ -412,17 +471,38 @@ static void canon_write(sy__buf *b, const struct sy_route *r) {
         b->ptr[b->len] = '\0'; /* appends leave room for it */
 }
 
-int sy__def_canonicalize_into(const struct sy_route *r, sy__buf *scratch,
-                              uint64_t *fingerprint) {
+static int canonicalize(const struct sy_route *r, sy__buf *scratch,
+                        sy__memo_slot *const *const *hints,
+                        uint64_t *fingerprint) {
     scratch->len = 0;
     scratch->failed = false;
     if (scratch->ptr)
         scratch->ptr[0] = '\0';
-    canon_write(scratch, r);
+    canon_write(scratch, r, hints);
     if (scratch->failed)
         return SY_ENOMEM;
     *fingerprint = sy__hash64(scratch->ptr, scratch->len, SEED_ROUTE);
     return SY_OK;
+}
+
+int sy__def_canonicalize_into(const struct sy_route *r, sy__buf *scratch,
+                              uint64_t *fingerprint) {
+    return canonicalize(r, scratch, NULL, fingerprint);
+}
+
+int sy__def_canonicalize_memo(const struct sy_route *r, sy__buf *scratch,
+                              struct sy__def_memo *memo,
+                              uint64_t *fingerprint) {
+    /* the hints name this route's entries when their counts are its own
+     * (each list's are set as it is built, 0 when it has more than fit) */
+    sy__memo_slot *const *hints[2] = {NULL, NULL};
+    if (memo && r->predicate_count && memo->hint_n[0] == r->predicate_count)
+        hints[0] = memo->hint[0];
+    if (memo && r->more->filter_count &&
+        memo->hint_n[1] == r->more->filter_count)
+        hints[1] = memo->hint[1];
+    return canonicalize(r, scratch, hints[0] || hints[1] ? hints : NULL,
+                        fingerprint);
 }
 
 /* ---- what changed ---- */
@@ -578,7 +658,7 @@ const char *sy_route_canonical(const sy_route *r) {
         return c;
     sy__buf b;
     sy__buf_init(&b, r->alloc);
-    canon_write(&b, r);
+    canon_write(&b, r, NULL);
     if (b.failed || !b.ptr) {
         sy__buf_free(&b);
         return NULL;

@@ -6,6 +6,7 @@
  */
 #include "base/values.h"
 #include "def/def_build.h"
+#include "def/def_memo.h"
 #include "policy/policy_args.h"
 
 #include <math.h>
@@ -657,19 +658,35 @@ static int finish_entry(sy__arena *ea, const factory_view *v,
     return check_rules(e, ec, err);
 }
 
+/* *slot: the memo's slot of a shortcut entry (ctx->memo): one built
+ * again from it, or whose build it took in; else NULL. */
 static int build_entry(const sy__def_ctx *ctx, struct sy_route *r,
                        sy__arena *ea, sy__factory_kind kind, const cJSON *item,
                        const char *path, sy__def_entry *e, bool *shortcut,
-                       sy_error *err) {
+                       sy__memo_slot **slot, sy_error *err) {
     entry_ctx ec = {path, false, "", NULL};
     raw_arg stack[RAW_STACK];
     raw_arg *raw = NULL;
-    size_t n = 0;
+    size_t n = 0, tlen = 0;
+    uint64_t hash = 0;
     int rc;
     char p[256];
     const char *what = kind == SY_FACTORY_PREDICATE ? "predicate" : "filter";
+    *slot = NULL;
     if (sy__def_is(item, cJSON_String)) {
         ec.shortcut = true;
+        if (ctx->memo) { /* seen before: built as then */
+            tlen = strlen(item->valuestring);
+            sy__memo_slot *s = sy__def_memo_find(
+                ctx->memo, kind, item->valuestring, tlen, &hash);
+            if (s) {
+                *shortcut = true;
+                *slot = s;
+                if (!sy__def_memo_replay(s, r, ea, e))
+                    return sy__error_set(err, SY_ENOMEM, path, "out of memory");
+                return 0;
+            }
+        }
         rc = raw_from_shortcut(r, item->valuestring, kind, &ec, &raw, &n,
                                ctx->alloc, stack, err);
         if (rc)
@@ -748,6 +765,16 @@ static int build_entry(const sy__def_ctx *ctx, struct sy_route *r,
         rc = split_named_lists(&v, r, &raw, &n, ctx->alloc, stack, err, path);
     if (!rc)
         rc = finish_entry(ea, &v, &ec, raw, n, e, ctx->alloc, err);
+    if (!rc && ctx->memo && ec.shortcut && n <= SY_MEMO_ARGS) {
+        const char *vals[SY_MEMO_ARGS];
+        int fields[SY_MEMO_ARGS];
+        for (size_t i = 0; i < n; i++) {
+            vals[i] = raw[i].value;
+            fields[i] = raw[i].field;
+        }
+        *slot = sy__def_memo_add(ctx->memo, kind, item->valuestring, tlen, hash,
+                                 e, vals, fields, n);
+    }
     raw_put(ctx->alloc, raw, stack);
     return rc;
 }
@@ -762,6 +789,11 @@ int sy__def_build_entries_in(const sy__def_ctx *ctx, struct sy_route *r,
                                   builds again with the path after one */
     if (!named)
         path = "";
+    sy__def_memo *memo = ctx->memo;
+    if (memo) { /* a route's predicates come first: a new route */
+        memo->gen += preds;
+        memo->hint_n[!preds] = 0;
+    }
     sy__route_more *m = r->more == &sy__route_more_none
                             ? NULL
                             : (sy__route_more *)(uintptr_t)r->more;
@@ -808,11 +840,16 @@ int sy__def_build_entries_in(const sy__def_ctx *ctx, struct sy_route *r,
     for (const cJSON *c = arr->child; c; c = c->next, i++) {
         if (named)
             sy__path_index(p, sizeof p, at, i);
-        int rc =
-            build_entry(ctx, r, ea, kind, c, p, &es[i], &es[i].shortcut, err);
+        sy__memo_slot *slot;
+        int rc = build_entry(ctx, r, ea, kind, c, p, &es[i], &es[i].shortcut,
+                             &slot, err);
         if (rc)
             return rc;
+        if (memo && i < SY_MEMO_HINTS)
+            memo->hint[!preds][i] = slot;
     }
+    if (memo)
+        memo->hint_n[!preds] = n <= SY_MEMO_HINTS ? n : 0;
     if (preds) {
         r->predicates = es;
         r->predicate_count = (uint16_t)n;

@@ -837,7 +837,7 @@ int sy__def_build_route(const sy__def_ctx *ctx, const cJSON *obj,
         sy__buf *b = ctx->scratch;
         if (!b)
             sy__buf_init(b = &own, r->alloc);
-        if (sy__def_canonicalize_into(r, b, &fp))
+        if (sy__def_canonicalize_memo(r, b, ctx->memo, &fp))
             rc = sy__error_set(err, SY_ENOMEM, path, "out of memory");
         if (b == &own)
             sy__buf_free(&own);

@@ -65,8 +65,8 @@ int sy__def_parse_route(const char *json, size_t len,
     int rc = one_value_parse(json, len, &opts, out, &v, err);
     if (rc)
         return rc;
-    sy__def_ctx ctx = {&v.a, opts->registry, NULL, NULL,
-                       NULL, NULL,           len,  sy__def_host_runs(opts)};
+    sy__def_ctx ctx = {&v.a, opts->registry,          NULL, NULL, NULL, NULL,
+                       len,  sy__def_host_runs(opts), NULL};
     rc = sy__def_build_route(&ctx, v.root, path ? path : "", out, err);
     one_value_free(&v);
     return rc;
@@ -134,8 +134,8 @@ int sy__def_parse_filters(const char *json, size_t len,
     if (rc)
         return rc;
     struct sy_route *r = sy__route_new(&v.a);
-    sy__def_ctx ctx = {&v.a, opts->registry, NULL, NULL,
-                       NULL, NULL,           0,    sy__def_host_runs(opts)};
+    sy__def_ctx ctx = {&v.a, opts->registry,          NULL, NULL, NULL, NULL,
+                       0,    sy__def_host_runs(opts), NULL};
     if (!r)
         rc = sy__error_set(err, SY_ENOMEM, path, "out of memory");
     else if (!cJSON_IsArray(v.root))

@@ -399,8 +399,11 @@ static int compile(const sy__alloc *a, sy__arena *ar, sy__arena_chunk *top,
         memcpy(copy, src, len + 1);
         p->src = copy;
     }
-    if (!host && nglob == 0) {
-        parse_literal_path(p, len);
+    if (nglob == 0) { /* every segment (label) literal */
+        if (host)
+            sy__pat_parse_host_literal(p, len);
+        else
+            parse_literal_path(p, len);
         *out = p;
         return SY_OK;
     }

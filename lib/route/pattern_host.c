@@ -206,6 +206,29 @@ int sy__pat_parse_host(sy__pattern *p, sy__re_env *env, tok *t, sy_error *err) {
     return SY_OK;
 }
 
+void sy__pat_parse_host_literal(sy__pattern *p, size_t len) {
+    /* as sy__pat_parse_host reads such a host: no label is "**" or a
+     * glob, none is a star (so no star suffix), the trailing '.' adds its
+     * virtual label */
+    const char *s = p->src;
+    p->lead = len > 0 && s[0] == '.';
+    p->trail = len > 0 && s[len - 1] == '.';
+    if (p->lead)
+        add_literal(p, 0, (sy_str){"", 0});
+    p->first = p->n;
+    for (size_t i = 0; i < len;) {
+        const char *q = memchr(s + i, '.', len - i);
+        size_t e = q ? (size_t)(q - s) : len;
+        if (e > i)
+            add_literal(p, i, (sy_str){s + i, e - i});
+        i = e + 1;
+    }
+    p->last = p->n;
+    p->star_suffix = false;
+    if (p->trail)
+        add_literal(p, len - 1, (sy_str){"", 0});
+}
+
 /* ------------------------------------------------------------------ */
 /* Matching: AntPathMatcher.doMatch                                     */
 /* ------------------------------------------------------------------ */

@@ -123,5 +123,8 @@ bool sy__pat_elem_match(const sy__pattern *p, const sy__pelem *el, sy_str seg,
 
 /* pattern_host.c: parse and compile p->src as an Ant host pattern. */
 int sy__pat_parse_host(sy__pattern *p, sy__re_env *env, tok *t, sy_error *err);
+/* sy__pat_parse_host for a host of len bytes without '{', '}', '?' or
+ * '*': every label literal, nothing to fail. */
+void sy__pat_parse_host_literal(sy__pattern *p, size_t len);
 
 #endif

@@ -1457,6 +1457,89 @@ START_TEST(factory_lookup_finds_exactly_the_builtins) {
 }
 END_TEST
 
+/* The entry memo of a document's parse (def_memo.c), the common reading
+ * of built-in shortcuts (def_shortcut.c) and the canonical uri: every
+ * route of a document whose entries repeat from route to route (built
+ * again from the memo from their second sight on) equals the same route
+ * parsed alone (no repeat: read the general or the common way), in its
+ * canonical text, fingerprint and entries. */
+START_TEST(repeated_entries_build_as_when_seen_once) {
+    static const char *const preds[] = {
+        "Path=/a/{id},/b/**,false",
+        "Method=get,POST",
+        "Header=X-Api-Key",
+        "Path=/shared/**",
+        "Header=X-Tenant, t\\\\d+",
+        "Query=foo, ba.",
+        "Host=API.Example.COM,*.b.org",
+        "Cookie=sess, [a-z]+",
+        "Path=/c,TRUE",
+        "After=2017-01-20T17:42:47.789-07:00[America/Denver]",
+        "RemoteAddr=192.168.1.1/24, 10.0.0.0/8",
+        "XForwardedRemoteAddr=10.0.0.0/8",
+        "Method= GET ,, HEAD ",
+        "Host=Upper.Case.Host.Example.Org"};
+    static const char *const filters[] = {
+        "StripPrefix=2",
+        "AddRequestHeader=X-A, b",
+        "RemoveRequestHeader=X-Api-Key",
+        "PrefixPath=/p",
+        "SetStatus=404",
+        "RewritePath=/r/(?<s>.*), /${s}",
+        "PreserveHostHeader",
+        "DedupeResponseHeader=Access-Control-Allow-Origin, RETAIN_FIRST"};
+    static const char *const uris[] = {
+        "http://API.Example.COM:8080", "lb://My-Service",
+        "https://Upper.Case.Host.Name.Example/x", "forward:/x",
+        "http://lower.example.com"};
+    static const char *const canon_uris[] = {
+        "\"uri\":\"http://api.example.com:8080\"",
+        "\"uri\":\"lb://My-Service\"",
+        "\"uri\":\"https://upper.case.host.name.example:443\"",
+        "\"uri\":\"forward:/x\"", "\"uri\":\"http://lower.example.com:80\""};
+    enum { N = 40 };
+    size_t np = SY_ARRAY_LEN(preds), nf = SY_ARRAY_LEN(filters);
+    char one[N][1024];
+    size_t cap = N * 1024 + 64, len = 0;
+    char *doc = malloc(cap);
+    ck_assert_ptr_nonnull(doc);
+    len += (size_t)snprintf(doc + len, cap - len, "[");
+    for (size_t i = 0; i < N; i++) {
+        /* the same texts in other places and company */
+        size_t a = i % np, b = (i * 5 + 3) % np, f = (i * 3) % nf;
+        int k = snprintf(one[i], sizeof one[i],
+                         "{\"id\":\"r%zu\",\"uri\":\"%s\",\"predicates\":"
+                         "[\"%s\",\"%s\"],\"filters\":[\"%s\",\"%s\"]}",
+                         i, uris[i % SY_ARRAY_LEN(uris)], preds[a], preds[b],
+                         filters[f], filters[(f + 1) % nf]);
+        ck_assert(k > 0 && (size_t)k < sizeof one[i]);
+        len += (size_t)snprintf(doc + len, cap - len, "%s%s", i ? "," : "",
+                                one[i]);
+    }
+    len += (size_t)snprintf(doc + len, cap - len, "]");
+    sy_document *d = parse_ok(doc, false);
+    ck_assert_uint_eq(sy_document_route_count(d), N);
+    for (size_t i = 0; i < N; i++) {
+        char alone[1040];
+        snprintf(alone, sizeof alone, "[%s]", one[i]);
+        sy_document *d1 = parse_ok(alone, false);
+        const sy_route *r = sy_document_route(d, i), *r1 = route0(d1);
+        ck_assert_str_eq(sy_route_canonical(r), sy_route_canonical(r1));
+        /* a URL's host in lower case (a word at a time past 8 bytes) */
+        ck_assert_msg(
+            strstr(sy_route_canonical(r), canon_uris[i % SY_ARRAY_LEN(uris)]),
+            "%s", sy_route_canonical(r));
+        ck_assert_uint_eq(sy_route_fingerprint(r), sy_route_fingerprint(r1));
+        ck_assert_uint_eq(sy_route_predicate_count(r),
+                          sy_route_predicate_count(r1));
+        ck_assert_uint_eq(sy__def_route_changes(r, r1), 0);
+        sy_document_free(d1);
+    }
+    sy_document_free(d);
+    free(doc);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("def");
     TCase *tc = tcase_create("def");
@@ -1519,6 +1602,7 @@ int main(void) {
     tcase_add_test(tc, entry_counts_past_16_bits_are_an_error);
     tcase_add_test(tc, schemes_are_read_in_any_case);
     tcase_add_test(tc, timeouts_are_read_as_spring_reads_them);
+    tcase_add_test(tc, repeated_entries_build_as_when_seen_once);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

@@ -575,6 +575,10 @@ static void route_path(route_walk *w, size_t i) {
         w->path_digits = strlen(digits) - 1; /* less the ']' */
 }
 
+/* A document at least this long makes its entry memo's tables before
+ * its first route (def_memo.h sy__def_memo_reserve). */
+#define MEMO_EARLY (64u << 10)
+
 static void route_walk_end(route_walk *w) {
     sy__free(&w->d->alloc, w->ids.e);
     sy__regex_cache_free(w->ctx.regex_cache);
@@ -850,6 +854,8 @@ int sy__document_parse_reusing(const char *json, size_t len,
     sy__json_skip skip = {route_hook, &ss, reuse ? reuse->count_hint : 0};
     route_walk w;
     route_walk_begin(&w, d, opts, &lim, json, &scan, &ss, err);
+    if (len >= MEMO_EARLY) /* (out of memory: no memo, nothing fails) */
+        sy__def_memo_reserve(&w.memo);
     if (ss.guess)
         sy__hash64_begin(&ss.sum, json, len, 0);
     else

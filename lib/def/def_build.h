@@ -69,6 +69,25 @@ int sy__def_build_entries_in(const sy__def_ctx *ctx, struct sy_route *r,
                              const cJSON *arr, const char *path, sy_error *err);
 
 /*
+ * A built-in's shortcut entry "Name=v1,v2" read the common way
+ * (def_shortcut.c; memo: the parse's, or NULL): 0 and e built, with its
+ * values vals[k] (text order)
+ * and their fields fields[k] (*n of them); 1: not this way (the general
+ * reading of def_entry.c builds it, and says what fails); < 0: out of
+ * memory. `path` names errors.
+ */
+struct sy__def_memo;
+int sy__def_shortcut_fast(struct sy__def_memo *memo, struct sy_route *r,
+                          sy__arena *ea, sy__factory_kind kind,
+                          const char *text, const char *path, sy__def_entry *e,
+                          const char **vals, int *fields, size_t *n,
+                          sy_error *err);
+/* The checks of a built-in's shortcut entry whose args are mapped: each
+ * value by its field's type, then the factory's rules (def_entry.c). */
+int sy__def_entry_checks(const sy__def_entry *e, const char *path,
+                         sy_error *err);
+
+/*
  * After a compile error on entry i of a shortcut string, move the error
  * to the entry's path and name the field in the message.
  */

@@ -146,6 +146,16 @@ canon_value(sy__buf *b, sy__field_type t, const char *v) {
         }
         break;
     case SY_FT_BOOL:
+        /* the lower-case spellings (every default) as they are */
+        if (v[0] == 't' && v[1] == 'r' && v[2] == 'u' && v[3] == 'e' && !v[4]) {
+            PUTS(b, "\"true\"");
+            return;
+        }
+        if (v[0] == 'f' && v[1] == 'a' && v[2] == 'l' && v[3] == 's' &&
+            v[4] == 'e' && !v[5]) {
+            PUTS(b, "\"false\"");
+            return;
+        }
         if (sy__value_bool(v, &bv, NULL))
             v = bv ? "true" : "false";
         break;
@@ -399,8 +409,19 @@ static void canon_uri(sy__buf *b, const struct sy_route *r) {
     memcpy(o, scheme, sl);
     memcpy(o + sl, "://", 3);
     o += sl + 3;
-    unsigned odd = 0; /* an escape needed, or a ':' */
-    for (size_t i = 0; i < hl; i++) {
+    uint64_t odd = 0; /* an escape needed, or a ':' */
+    size_t i = 0;
+    for (; i + 8 <= hl; i += 8) { /* a word at a time: 'A'-'Z' get 0x20 */
+        uint64_t w = sy__load_u64(host + i);
+        odd |= escape_in(w) | sy__swar_has_byte(w, ':');
+        uint64_t h7 = w & 0x7f7f7f7f7f7f7f7full;
+        uint64_t upper = (h7 + 0x3f3f3f3f3f3f3f3full) &
+                         ~(h7 + 0x2525252525252525ull) & ~w & SY_SWAR_HIGHS;
+        if (url)
+            w |= upper >> 2;
+        memcpy(o + i, &w, 8);
+    }
+    for (; i < hl; i++) {
         unsigned char c = (unsigned char)host[i];
         odd |= needs_escape[c] | (c == ':');
         o[i] = (char)(url && (unsigned)(c - 'A') < 26u ? c + 32 : c);

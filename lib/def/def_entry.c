@@ -658,12 +658,28 @@ static int finish_entry(sy__arena *ea, const factory_view *v,
     return check_rules(e, ec, err);
 }
 
+int sy__def_entry_checks(const sy__def_entry *e, const char *path,
+                         sy_error *err) {
+    const sy__factory_spec *spec = sy__def_spec(e);
+    entry_ctx ec = {path, true, spec->name, spec};
+    for (size_t i = 0, f = 0; i < e->arg_count; i++) {
+        while (e->args[i].key != spec->fields[f].name) /* field order */
+            f++;
+        int rc = check_value(&spec->fields[f], &ec, e->args[i].value, err);
+        if (rc)
+            return rc;
+    }
+    return check_rules(e, &ec, err);
+}
+
 /* *slot: the memo's slot of a shortcut entry (ctx->memo): one built
- * again from it, or whose build it took in; else NULL. */
+ * again from it, or whose build it took in; else NULL. pre: its lookup
+ * by the route's estimate, or NULL. */
 static int build_entry(const sy__def_ctx *ctx, struct sy_route *r,
                        sy__arena *ea, sy__factory_kind kind, const cJSON *item,
                        const char *path, sy__def_entry *e, bool *shortcut,
-                       sy__memo_slot **slot, sy_error *err) {
+                       const sy__memo_pre *pre, sy__memo_slot **slot,
+                       sy_error *err) {
     entry_ctx ec = {path, false, "", NULL};
     raw_arg stack[RAW_STACK];
     raw_arg *raw = NULL;
@@ -676,9 +692,17 @@ static int build_entry(const sy__def_ctx *ctx, struct sy_route *r,
     if (sy__def_is(item, cJSON_String)) {
         ec.shortcut = true;
         if (ctx->memo) { /* seen before: built as then */
-            tlen = strlen(item->valuestring);
-            sy__memo_slot *s = sy__def_memo_find(
-                ctx->memo, kind, item->valuestring, tlen, &hash);
+            sy__memo_slot *s;
+            if (pre) { /* looked up by the route's estimate */
+                tlen = pre->len;
+                hash = pre->hash;
+                s = sy__def_memo_check(ctx->memo, pre->slot, kind,
+                                       item->valuestring, tlen, hash);
+            } else {
+                tlen = strlen(item->valuestring);
+                s = sy__def_memo_find(ctx->memo, kind, item->valuestring, tlen,
+                                      &hash);
+            }
             if (s) {
                 *shortcut = true;
                 *slot = s;
@@ -687,6 +711,18 @@ static int build_entry(const sy__def_ctx *ctx, struct sy_route *r,
                 return 0;
             }
         }
+        const char *vals[SY_MEMO_ARGS];
+        int fields[SY_MEMO_ARGS];
+        rc = sy__def_shortcut_fast(ctx->memo, r, ea, kind, item->valuestring,
+                                   path, e, vals, fields, &n, err);
+        if (rc <= 0) { /* built (or failed) without the general reading */
+            *shortcut = true;
+            if (!rc && ctx->memo)
+                *slot = sy__def_memo_add(ctx->memo, kind, item->valuestring,
+                                         tlen, hash, e, vals, fields, n);
+            return rc;
+        }
+        n = 0;
         rc = raw_from_shortcut(r, item->valuestring, kind, &ec, &raw, &n,
                                ctx->alloc, stack, err);
         if (rc)
@@ -841,8 +877,12 @@ int sy__def_build_entries_in(const sy__def_ctx *ctx, struct sy_route *r,
         if (named)
             sy__path_index(p, sizeof p, at, i);
         sy__memo_slot *slot;
+        const sy__memo_pre *pre = memo && preds && i < memo->pre_n &&
+                                          memo->pre[i].item == (const void *)c
+                                      ? &memo->pre[i]
+                                      : NULL;
         int rc = build_entry(ctx, r, ea, kind, c, p, &es[i], &es[i].shortcut,
-                             &slot, err);
+                             pre, &slot, err);
         if (rc)
             return rc;
         if (memo && i < SY_MEMO_HINTS)

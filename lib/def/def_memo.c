@@ -8,13 +8,26 @@
  */
 #include "def/def_memo.h"
 
-#define SLOTS 256
+#define SLOTS SY_MEMO_SLOTS
 #define SEEN 1024
-#define SEED_MEMO 0x5359454e545259ull /* "SYENTRY" */
 
 void sy__def_memo_init(sy__def_memo *m, const sy__alloc *a) {
     memset(m, 0, sizeof *m);
     m->alloc = a;
+}
+
+bool sy__def_memo_reserve(sy__def_memo *m) {
+    if (!m->seen && !(m->seen = sy__calloc(m->alloc, SEEN, sizeof *m->seen)))
+        return false;
+    if (!m->slots) {
+        if (!(m->slots = sy__malloc(m->alloc, SLOTS * sizeof *m->slots)))
+            return false;
+        for (size_t i = 0; i < SLOTS; i++) {
+            m->slots[i].hash = 0;
+            m->slots[i].gen = 0;
+        }
+    }
+    return true;
 }
 
 void sy__def_memo_free(sy__def_memo *m) {
@@ -24,34 +37,20 @@ void sy__def_memo_free(sy__def_memo *m) {
     m->seen = NULL;
 }
 
-static uint64_t memo_hash(sy__factory_kind kind, const char *text, size_t len) {
-    uint64_t h = sy__hash64(text, len, SEED_MEMO + (uint64_t)kind);
-    return h ? h : 1;
-}
-
-sy__memo_slot *sy__def_memo_find(sy__def_memo *m, sy__factory_kind kind,
-                                 const char *text, size_t len, uint64_t *hash) {
-    *hash = memo_hash(kind, text, len);
-    if (!m->slots)
-        return NULL;
-    sy__memo_slot *s = &m->slots[*hash & (SLOTS - 1)];
-    if (s->hash != *hash || s->kind != (uint8_t)kind || s->text_len != len ||
-        memcmp(s->bytes, text, len) != 0)
-        return NULL;
-    s->gen = m->gen;
-    return s;
-}
-
 bool sy__def_memo_replay(const sy__memo_slot *s, struct sy_route *r,
                          sy__arena *ea, sy__def_entry *e) {
-    /* as the first build: the values copied in the text's order, then
-     * the args array */
+    /* the values in one piece of r's text (their bytes and NULs, as the
+     * first build took them one by one), then the args array */
     const char *v[SY_MEMO_ARGS];
-    const char *p = s->bytes + s->text_len;
-    for (size_t k = 0; k < s->nargs; k++) {
-        if (!(v[k] = sy__route_strndup(r, p, s->vlen[k])))
+    if (s->nargs) {
+        char *p = sy__route_text(r, s->vals_len);
+        if (!p)
             return false;
-        p += s->vlen[k];
+        memcpy(p, s->bytes + s->text_len, s->vals_len);
+        for (size_t k = 0; k < s->nargs; k++) {
+            v[k] = p;
+            p += s->vlen[k] + 1;
+        }
     }
     sy__def_set_factory(e, s->spec, NULL);
     e->arg_count = s->nargs;
@@ -72,21 +71,12 @@ sy__memo_slot *sy__def_memo_add(sy__def_memo *m, sy__factory_kind kind,
     if (n > SY_MEMO_ARGS || n != e->arg_count || len >= SY_MEMO_BYTES / 2 ||
         e->host || !sy__def_spec(e))
         return NULL;
-    if (!m->seen && !(m->seen = sy__calloc(m->alloc, SEEN, sizeof *m->seen)))
+    if (!sy__def_memo_reserve(m))
         return NULL; /* no memo: every entry is built */
     uint64_t *seen = &m->seen[(hash >> 16) & (SEEN - 1)];
     if (*seen != hash) {
         *seen = hash;
         return NULL;
-    }
-    if (!m->slots) {
-        m->slots = sy__malloc(m->alloc, SLOTS * sizeof *m->slots);
-        if (!m->slots)
-            return NULL;
-        for (size_t i = 0; i < SLOTS; i++) {
-            m->slots[i].hash = 0;
-            m->slots[i].gen = 0;
-        }
     }
     sy__memo_slot *s = &m->slots[hash & (SLOTS - 1)];
     if (s->hash && s->gen == m->gen)
@@ -99,9 +89,9 @@ sy__memo_slot *sy__def_memo_add(sy__def_memo *m, sy__factory_kind kind,
         size_t vl = strlen(vals[k]), j = 0;
         if (fields[k] < 0 ||
             (size_t)fields[k] >= sy__def_spec(e)->field_count ||
-            vl > UINT8_MAX || at + vl > SY_MEMO_BYTES)
+            vl > UINT8_MAX || at + vl + 1 > SY_MEMO_BYTES)
             return NULL;
-        at += vl;
+        at += vl + 1;
         for (size_t i = 0; i < n; i++)
             j += fields[i] < fields[k] || (fields[i] == fields[k] && i < k);
         if (e->args[j].key != sy__def_spec(e)->fields[fields[k]].name ||
@@ -114,8 +104,8 @@ sy__memo_slot *sy__def_memo_add(sy__def_memo *m, sy__factory_kind kind,
     at = len;
     for (size_t k = 0; k < n; k++) {
         size_t vl = strlen(vals[k]);
-        memcpy(s->bytes + at, vals[k], vl);
-        at += vl;
+        memcpy(s->bytes + at, vals[k], vl + 1);
+        at += vl + 1;
         s->vlen[k] = (uint8_t)vl;
         s->field[k] = (uint8_t)fields[k];
         s->pos[k] = pos[k];
@@ -124,8 +114,10 @@ sy__memo_slot *sy__def_memo_add(sy__def_memo *m, sy__factory_kind kind,
     s->kind = (uint8_t)kind;
     s->nargs = (uint8_t)n;
     s->text_len = (uint16_t)len;
+    s->vals_len = (uint16_t)(at - len);
     s->canon_at = (uint16_t)at;
     s->canon_len = 0;
+    s->est_set = false;
     s->gen = m->gen;
     s->hash = hash;
     return s;

@@ -5,6 +5,7 @@
  */
 #include "base/values.h"
 #include "def/def_build.h"
+#include "def/def_memo.h"
 #include "route/filter.h"
 #include "route/predicate.h"
 
@@ -706,6 +707,35 @@ static size_t filter_estimate(const cJSON *c) {
     return n;
 }
 
+/* predicate_estimate of predicate i, c, of the route: a shortcut text
+ * the memo holds gives the share it keeps, once it has one; its lookup
+ * is kept for the entry's build (sy__memo_pre). */
+static size_t memo_estimate(sy__def_memo *memo, size_t i, const cJSON *c,
+                            size_t *text, bool *one) {
+    if (!memo || !sy__def_is_string(c) || i >= SY_MEMO_HINTS)
+        return predicate_estimate(c, text, one);
+    sy__memo_pre *pre = &memo->pre[i];
+    pre->item = c;
+    pre->len = strlen(c->valuestring);
+    pre->slot = sy__def_memo_find(memo, SY_FACTORY_PREDICATE, c->valuestring,
+                                  pre->len, &pre->hash);
+    memo->pre_n = i + 1;
+    sy__memo_slot *s = pre->slot;
+    if (s && s->est_set) {
+        *text += s->est_text;
+        *one = s->est_one;
+        return s->est_n;
+    }
+    size_t t0 = *text, n = predicate_estimate(c, text, one);
+    if (s && n <= UINT32_MAX && *text - t0 <= UINT32_MAX) {
+        s->est_n = (uint32_t)n;
+        s->est_text = (uint32_t)(*text - t0);
+        s->est_one = *one;
+        s->est_set = true;
+    }
+    return n;
+}
+
 /* What a route built from `obj` will hold in its arena, about: its text
  * (ids, values and the uri's parts are copied from it: fewer bytes than
  * its JSON spelling), per predicate and filter its entry, args, compiled
@@ -749,14 +779,18 @@ static size_t arena_estimate(const sy__def_ctx *ctx, const route_fields *f,
         }
     }
     size_t entries = 0;
+    if (ctx->memo)
+        ctx->memo->pre_n = 0;
     *drop = sy__def_is_array(f->predicates) && f->predicates->child;
     if (sy__def_is_array(f->predicates)) {
-        for (const cJSON *c = f->predicates->child; c; c = c->next) {
+        size_t i = 0;
+        for (const cJSON *c = f->predicates->child; c; c = c->next, i++) {
             bool one;
             simple = simple && sy__def_is_string(c);
             /* the compiled object (in a row with the route's others: no
              * slot); the entry and an argument */
-            n += SY_PRED_OBJECT_BYTES + predicate_estimate(c, &text, &one);
+            n += SY_PRED_OBJECT_BYTES +
+                 memo_estimate(ctx->memo, i, c, &text, &one);
             entries += sizeof(sy__def_entry) + sizeof(sy_kv);
             *drop = *drop && one;
         }

@@ -82,8 +82,24 @@ int sy__def_shortcut_fast(struct sy__def_memo *memo, struct sy_route *r,
                           const char *text, const char *path, sy__def_entry *e,
                           const char **vals, int *fields, size_t *n,
                           sy_error *err);
+/* Where an entry's errors are named (def_check.c): a shortcut's at the
+ * entry, an object's at the argument ("<path>.args.<key>"). */
+typedef struct sy__entry_ctx {
+    const char *path; /* entry path */
+    bool shortcut;
+    const char *name;
+    const sy__factory_spec *spec; /* the built-in named, once looked up */
+} sy__entry_ctx;
+int sy__def_arg_error(const sy__entry_ctx *ec, int code, const char *key,
+                      const char *reason, sy_error *err);
+/* One value checked by its field's type. */
+int sy__def_check_value(const sy__field_spec *f, const sy__entry_ctx *ec,
+                        const char *v, sy_error *err);
+/* The cross-field rules of particular factories. */
+int sy__def_check_rules(const sy__def_entry *e, const sy__entry_ctx *ec,
+                        sy_error *err);
 /* The checks of a built-in's shortcut entry whose args are mapped: each
- * value by its field's type, then the factory's rules (def_entry.c). */
+ * value by its field's type, then the factory's rules. */
 int sy__def_entry_checks(const sy__def_entry *e, const char *path,
                          sy_error *err);
 

@@ -76,26 +76,6 @@ static void raw_put(const sy__alloc *a, raw_arg *raw, const raw_arg *stack) {
         sy__free(a, raw);
 }
 
-/* Error helpers: shortcut entries report at the entry, object entries at
- * the argument. */
-typedef struct entry_ctx {
-    const char *path; /* entry path */
-    bool shortcut;
-    const char *name;
-    const sy__factory_spec *spec; /* the built-in named, once looked up */
-} entry_ctx;
-
-static int arg_error(const entry_ctx *ec, int code, const char *key,
-                     const char *reason, sy_error *err) {
-    char p[256];
-    if (ec->shortcut) {
-        return sy__error_set(err, code, ec->path, "%s: %s: %s", ec->name, key,
-                             reason);
-    }
-    sy__def_path(p, sizeof p, "%s.args.%s", ec->path, key);
-    return sy__error_set(err, code, p, "%s: %s: %s", ec->name, key, reason);
-}
-
 static int find_view(const sy__def_ctx *ctx, sy__factory_kind kind,
                      const char *name, const sy__factory_spec *spec,
                      factory_view *v) {
@@ -174,8 +154,8 @@ static bool bean_ref_arg(const factory_view *v, const char *key) {
 }
 
 /* Map raw args onto fields (sets raw[i].field). */
-static int map_args(const factory_view *v, const entry_ctx *ec, raw_arg *raw,
-                    size_t n, sy_error *err) {
+static int map_args(const factory_view *v, const sy__entry_ctx *ec,
+                    raw_arg *raw, size_t n, sy_error *err) {
     bool set[SY_ARRAY_LEN(v->names)] = {false};
     size_t gen = 0;
     int list_field = -1;
@@ -227,7 +207,7 @@ static int map_args(const factory_view *v, const entry_ctx *ec, raw_arg *raw,
                 if (ec->shortcut)
                     return sy__error_set(err, SY_EARG, ec->path, "%s: %s",
                                          ec->name, why);
-                return arg_error(ec, SY_EARG, k, why, err);
+                return sy__def_arg_error(ec, SY_EARG, k, why, err);
             }
             f = (int)gen++;
         } else if (f < 0 && !v->open) {
@@ -240,11 +220,12 @@ static int map_args(const factory_view *v, const entry_ctx *ec, raw_arg *raw,
                 off += snprintf(why + off, sizeof why - (size_t)off, "none");
             if (off < (int)sizeof why)
                 snprintf(why + off, sizeof why - (size_t)off, ")");
-            return arg_error(ec, SY_EARG, k, why, err);
+            return sy__def_arg_error(ec, SY_EARG, k, why, err);
         }
         if (f >= 0 && !v->list[f]) {
             if (set[f])
-                return arg_error(ec, SY_EARG, v->names[f], "given twice", err);
+                return sy__def_arg_error(ec, SY_EARG, v->names[f],
+                                         "given twice", err);
             set[f] = true;
         }
         raw[i].field = f;
@@ -269,123 +250,6 @@ static int map_args(const factory_view *v, const entry_ctx *ec, raw_arg *raw,
     return 0;
 }
 
-/* Validate one value by its field type. */
-static int check_value(const sy__field_spec *f, const entry_ctx *ec,
-                       const char *v, sy_error *err) {
-    const char *why = NULL;
-    int64_t iv;
-    bool ok = true;
-    int code = SY_EARG;
-    switch (f->type) {
-    case SY_FT_STRING:
-    case SY_FT_REGEX:
-    case SY_FT_PATH_PATTERN:
-    case SY_FT_HOST_PATTERN: break;
-    case SY_FT_NONEMPTY:
-        if (!*v)
-            return arg_error(ec, SY_EMISSING, f->name, "must not be empty",
-                             err);
-        break;
-    case SY_FT_INT:
-    case SY_FT_UINT:
-    case SY_FT_POSINT: {
-        int64_t lo =
-            f->type == SY_FT_INT ? INT32_MIN : (f->type == SY_FT_UINT ? 0 : 1);
-        if (!sy__value_int64(v, INT64_MIN, INT64_MAX, &iv, &why)) {
-            ok = false;
-            if (strcmp(why, "integer out of range") == 0)
-                code = SY_ERANGE;
-        } else if (iv < lo || iv > INT32_MAX) {
-            ok = false;
-            code = SY_ERANGE;
-            why = lo == 0   ? "must be an integer from 0 to 2147483647"
-                  : lo == 1 ? "must be an integer from 1 to 2147483647"
-                            : "out of the 32-bit integer range";
-        }
-        break;
-    }
-    case SY_FT_BOOL: ok = sy__value_bool(v, NULL, &why); break;
-    case SY_FT_DURATION: ok = sy__value_duration_ms(v, NULL, &why); break;
-    case SY_FT_SIZE: ok = sy__value_size(v, NULL, &why); break;
-    case SY_FT_DATETIME: ok = sy__value_datetime_ms(v, NULL, &why); break;
-    case SY_FT_CIDR: ok = sy__value_cidr(v, NULL, &why); break;
-    case SY_FT_STATUS: {
-        int st;
-        ok = sy__value_status(v, &st, &why);
-        if (!ok && strstr(why, "out of range"))
-            code = SY_ERANGE;
-        break;
-    }
-    case SY_FT_METHOD:
-    case SY_FT_HEADER_NAME: ok = sy__value_token(v, &why); break;
-    case SY_FT_KEYVALUE: {
-        const char *colon = strchr(v, ':');
-        if (!colon || colon == v) {
-            ok = false;
-            why = "expected Name:Value";
-        } else {
-            char name[256];
-            size_t n = (size_t)(colon - v);
-            ok = n < sizeof name;
-            why = "header name too long";
-            if (ok) {
-                memcpy(name, v, n);
-                name[n] = '\0';
-                ok = sy__value_token(name, &why);
-            }
-        }
-        break;
-    }
-    case SY_FT_STRATEGY:
-        ok = strcmp(v, "RETAIN_FIRST") == 0 || strcmp(v, "RETAIN_LAST") == 0 ||
-             strcmp(v, "RETAIN_UNIQUE") == 0;
-        why = "expected RETAIN_FIRST, RETAIN_LAST or RETAIN_UNIQUE";
-        break;
-    case SY_FT_STRIP_MODE:
-        ok = strcmp(v, "NEVER_STRIP") == 0 || strcmp(v, "AS_IN_REQUEST") == 0 ||
-             strcmp(v, "ALWAYS_STRIP") == 0;
-        why = "expected NEVER_STRIP, AS_IN_REQUEST or ALWAYS_STRIP";
-        break;
-    case SY_FT_URL:
-        if (!*v)
-            return arg_error(ec, SY_EMISSING, f->name, "must not be empty",
-                             err);
-        for (const unsigned char *p = (const unsigned char *)v; *p; p++)
-            if (*p <= 0x20 || *p == 0x7f) {
-                ok = false;
-                why = "a URL must not contain spaces or control characters";
-                break;
-            }
-        break;
-    }
-    if (!ok)
-        return arg_error(ec, code, f->name, why, err);
-    return 0;
-}
-
-/* Cross-field rules of particular factories. */
-static int check_rules(const sy__def_entry *e, const entry_ctx *ec,
-                       sy_error *err) {
-    if (!sy__def_spec(e))
-        return 0;
-    if (sy__def_spec(e)->id == SY_P_BETWEEN) {
-        int64_t a = 0, b = 0;
-        sy__value_datetime_ms(sy__def_arg(e, "datetime1"), &a, NULL);
-        sy__value_datetime_ms(sy__def_arg(e, "datetime2"), &b, NULL);
-        if (a >= b)
-            return arg_error(ec, SY_EARG, "datetime2",
-                             "must be later than datetime1", err);
-    }
-    if (sy__def_spec(e)->id == SY_F_REDIRECT_TO) {
-        int st = 0;
-        sy__value_status(sy__def_arg(e, "status"), &st, NULL);
-        if (st < 300 || st > 399)
-            return arg_error(ec, SY_ERANGE, "status",
-                             "a redirect status must be 3xx", err);
-    }
-    return 0;
-}
-
 /* Gather the raw (key, value) args of one entry. Values are arena text. */
 /* The text of a scalar JSON value (numbers and booleans as text), or NULL
  * for anything else. */
@@ -406,7 +270,7 @@ static const char *scalar_text(const cJSON *c, char *num, size_t cap) {
  * empty arg (Spring binds `series: []` as "", an empty list), never none:
  * a key that vanished would bring its default back. */
 static int raw_from_object(struct sy_route *r, const cJSON *args,
-                           const entry_ctx *ec, raw_arg **out, size_t *n,
+                           const sy__entry_ctx *ec, raw_arg **out, size_t *n,
                            const sy__alloc *a, raw_arg *stack, sy_error *err) {
     char p[256];
     size_t count = 0;
@@ -535,7 +399,7 @@ static const char *genkey(struct sy_route *r, size_t i) {
 
 /* Split "Name=a, b,,c" into name and trimmed non-empty tokens. */
 static int raw_from_shortcut(struct sy_route *r, const char *text,
-                             sy__factory_kind kind, entry_ctx *ec,
+                             sy__factory_kind kind, sy__entry_ctx *ec,
                              raw_arg **out, size_t *n, const sy__alloc *a,
                              raw_arg *stack, sy_error *err) {
     *out = NULL;
@@ -603,7 +467,7 @@ static int raw_from_shortcut(struct sy_route *r, const char *text,
 /* Order the mapped args (fields in order, list values in order, then
  * extra keys sorted), check required fields and types. */
 static int finish_entry(sy__arena *ea, const factory_view *v,
-                        const entry_ctx *ec, raw_arg *raw, size_t n,
+                        const sy__entry_ctx *ec, raw_arg *raw, size_t n,
                         sy__def_entry *e, const sy__alloc *a, sy_error *err) {
     e->args = n ? sy__arena_alloc(ea, n * sizeof *e->args) : NULL;
     if (n && !e->args)
@@ -625,8 +489,8 @@ static int finish_entry(sy__arena *ea, const factory_view *v,
                 return sy__error_set(err, SY_EMISSING, ec->path,
                                      "%s: missing required argument '%s'",
                                      ec->name, fs->name);
-            return arg_error(ec, SY_EMISSING, fs->name,
-                             "missing required argument", err);
+            return sy__def_arg_error(ec, SY_EMISSING, fs->name,
+                                     "missing required argument", err);
         }
     }
     size_t extra = k;
@@ -649,27 +513,13 @@ static int finish_entry(sy__arena *ea, const factory_view *v,
             f++;
         const sy__field_spec *fs = &v->spec->fields[f];
         if (fs->list && !*e->args[i].value)
-            return arg_error(ec, SY_EMISSING, fs->name,
-                             "list values must not be empty", err);
-        int rc = check_value(fs, ec, e->args[i].value, err);
+            return sy__def_arg_error(ec, SY_EMISSING, fs->name,
+                                     "list values must not be empty", err);
+        int rc = sy__def_check_value(fs, ec, e->args[i].value, err);
         if (rc)
             return rc;
     }
-    return check_rules(e, ec, err);
-}
-
-int sy__def_entry_checks(const sy__def_entry *e, const char *path,
-                         sy_error *err) {
-    const sy__factory_spec *spec = sy__def_spec(e);
-    entry_ctx ec = {path, true, spec->name, spec};
-    for (size_t i = 0, f = 0; i < e->arg_count; i++) {
-        while (e->args[i].key != spec->fields[f].name) /* field order */
-            f++;
-        int rc = check_value(&spec->fields[f], &ec, e->args[i].value, err);
-        if (rc)
-            return rc;
-    }
-    return check_rules(e, &ec, err);
+    return sy__def_check_rules(e, ec, err);
 }
 
 /* *slot: the memo's slot of a shortcut entry (ctx->memo): one built
@@ -680,7 +530,7 @@ static int build_entry(const sy__def_ctx *ctx, struct sy_route *r,
                        const char *path, sy__def_entry *e, bool *shortcut,
                        const sy__memo_pre *pre, sy__memo_slot **slot,
                        sy_error *err) {
-    entry_ctx ec = {path, false, "", NULL};
+    sy__entry_ctx ec = {path, false, "", NULL};
     raw_arg stack[RAW_STACK];
     raw_arg *raw = NULL;
     size_t n = 0, tlen = 0;
@@ -791,8 +641,9 @@ static int build_entry(const sy__def_ctx *ctx, struct sy_route *r,
     }
     for (size_t i = 0; i < n; i++)
         if (is_spel(raw[i].value) && !bean_ref_arg(&v, raw[i].key)) {
-            rc = arg_error(&ec, SY_ESPEL, raw[i].key,
-                           "SpEL expressions (#{...}) are not supported", err);
+            rc = sy__def_arg_error(
+                &ec, SY_ESPEL, raw[i].key,
+                "SpEL expressions (#{...}) are not supported", err);
             raw_put(ctx->alloc, raw, stack);
             return rc;
         }

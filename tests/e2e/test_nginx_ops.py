@@ -219,18 +219,25 @@ def test_admin_in_a_location_without_prefix_refused(env):
                   "%s: %d %r" % (loc, rc, err[-300:]))
 
 
+def until_not_503(call, timeout=10.0):
+    """call() again while it answers 503: the reloads of the tests before
+    may still be retiring workers ("the configuration is being reloaded:
+    retry")."""
+    deadline = time.time() + timeout
+    while True:
+        r = call()
+        if r.status != 503 or time.time() > deadline:
+            return r
+        time.sleep(0.1)
+
+
 def test_stored_change_a_file_now_conflicts_with_said_by_test(env):
     """A route PUT into one source, then defined by another source's file:
     `nginx -t` (which reads the state file) says the stored change would
     not be applied by the new workers, with the library's error, and
     passes (the workers start and serve the files)."""
-    # (a reload of the tests before may still be retiring workers: 503)
-    deadline = time.time() + 10
-    while True:
-        r = env.put("routes/live/clash", route("clash", env.pa, "/clash"))
-        if r.status != 503 or time.time() > deadline:
-            break
-        time.sleep(0.1)
+    r = until_not_503(lambda: env.put("routes/live/clash",
+                                      route("clash", env.pa, "/clash")))
     check(r.status == 200, "PUT answered %d %r" % (r.status, r.body))
     main = env.main_routes()
     main["routes"].append(route("clash", env.pb, "/clash2"))
@@ -244,7 +251,8 @@ def test_stored_change_a_file_now_conflicts_with_said_by_test(env):
           and "'clash' is already defined by source 'main'" in err and
           "would not be applied by the workers" in err,
           "nginx -t did not say it: %s" % err[-600:])
-    r = request(env.port, "DELETE", "/switchyard/routes/live/clash")
+    r = until_not_503(lambda: request(env.port, "DELETE",
+                                      "/switchyard/routes/live/clash"))
     check(r.status == 200, "DELETE answered %d" % r.status)
 
 

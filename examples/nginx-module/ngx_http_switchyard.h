@@ -377,6 +377,9 @@ ngx_flag_t sw_response_refused(ngx_http_request_t *r, ngx_str_t *route,
  * SetStatus wins, or a 413/431), never to a proxied one. */
 ngx_int_t sw_response_ops_keep(ngx_http_request_t *r, sw_req_ctx_t *ctx);
 ngx_int_t sw_response_ops_kept(ngx_http_request_t *r, sw_req_ctx_t *ctx);
+/* Kept entries some pool of the worker holds: while 0, the header filter
+ * has none to look for (no call). */
+extern ngx_uint_t sw_kept_live;
 
 /* ---- passive health shared by the workers (the zone's table) ---- */
 

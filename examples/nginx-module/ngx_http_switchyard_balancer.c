@@ -402,8 +402,8 @@ static bool sw_secure(const u_char *p, size_t len) {
  * location's proxy_pass has variables ($switchyard_uri), so nginx made it
  * an SSL context whatever its scheme (as for any proxy_pass with
  * variables): the target's scheme decides, per attempt. */
-static ngx_int_t sw_peer_ssl(ngx_http_request_t *r, sw_req_ctx_t *ctx,
-                             bool https) {
+static ngx_inline ngx_int_t sw_peer_ssl(ngx_http_request_t *r,
+                                        sw_req_ctx_t *ctx, bool https) {
     ngx_http_upstream_t *u = r->upstream;
 
 #if (NGX_HTTP_SSL)

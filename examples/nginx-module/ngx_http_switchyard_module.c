@@ -1178,7 +1178,7 @@ static ngx_int_t sw_header_filter(ngx_http_request_t *r) {
     if (ctx && (ctx->upstream.data || ctx->respond) &&
         (ctx->op_count || ctx->status) && sw_response_ops(r, ctx) != NGX_OK)
         return NGX_ERROR;
-    if (sw_response_ops_kept(r, ctx) != NGX_OK)
+    if (sw_kept_live && sw_response_ops_kept(r, ctx) != NGX_OK)
         return NGX_ERROR;
     return sw_next_header_filter(r);
 }

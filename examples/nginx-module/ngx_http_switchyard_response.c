@@ -392,7 +392,7 @@ typedef struct {
 
 /* Kept entries whose pool is still there, in this worker: with none, a
  * response has none to look for. */
-static ngx_uint_t sw_kept_live;
+ngx_uint_t sw_kept_live;
 
 static void sw_kept_ops_mark(void *data) {
     (void)data; /* a marker in the pool's cleanup list, run when it goes */

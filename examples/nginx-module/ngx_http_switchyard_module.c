@@ -544,8 +544,8 @@ static ngx_int_t sw_answer_nomatch(ngx_http_request_t *r) {
 /* sy_match_target skipping `exclude` and the instances the zone's shared
  * passive health ejected; when that leaves none, the ejected ones are
  * eligible again (at least one instance may always be tried). */
-static int sw_select(sy_match *m, const char **exclude, size_t n, sy_target *t,
-                     sy_error *err) {
+static ngx_inline int sw_select(sy_match *m, const char **exclude, size_t n,
+                                sy_target *t, sy_error *err) {
     const char *ids[SW_MAX_EXCLUDE];
     sy_upstream up;
     size_t k = 0;
@@ -965,7 +965,9 @@ static ngx_int_t sw_route(ngx_http_request_t *r, sw_req_ctx_t *ctx,
         return sw_answer_noop(r, ctx, m);
     if (rc != NGX_OK)
         return rc == NGX_ERROR ? sw_500(r, "out of memory for the target") : rc;
-    if (sw_keep_response_ops(r, ctx, m) != NGX_OK)
+    if (sy_match_response_op_count(m) == 0) /* (status read above) */
+        ctx->status = status;
+    else if (sw_keep_response_ops(r, ctx, m) != NGX_OK)
         return sw_500(r, "out of memory for the response operations");
     if (sw_location_refuses(r, ctx, 0)) {
         ctx->op_count = 0; /* the 500 goes out without them */

@@ -163,15 +163,16 @@ static int check_usage(FILE *out) {
     return out == stderr ? 2 : 0;
 }
 
-/* The host filters a host registers (the mini-gateway's own, the same
- * source it compiles); NULL for a host with none. Exits on failure. */
+/* The host filters of `--host`: the mini-gateway's own (the same source it
+ * compiles) for gateway; for another host the same names, refused there
+ * with an error naming the host. Exits on failure. */
 static sy_registry *host_registry(const char *host) {
-    if (strcmp(host, "gateway") != 0)
-        return NULL;
+    bool gateway = strcmp(host, "gateway") == 0;
     sy_registry *reg = NULL;
     sy_error err;
     if (sy_registry_new(NULL, &reg, &err) ||
-        gw_host_filters_register(reg, &err)) {
+        (gateway ? gw_host_filters_register(reg, &err)
+                 : gw_host_filters_refuse(reg, host, &err))) {
         fprintf(stderr, "switchyard check: %s\n", err.message);
         exit(2);
     }

@@ -324,6 +324,44 @@ static int check_response_cache(void *data, const sy_kv *args, size_t n,
     return gw_response_cache_args(args, n, &ttl, &size, err);
 }
 
+/* A host that does not run the gateway's own filters (`switchyard check
+ * --host nginx`): each is registered with this check, so a route using one
+ * is refused at its entry naming the host, not as an unknown filter. */
+typedef struct not_run {
+    const char *filter, *host;
+} not_run;
+
+static int refuse_not_run(void *data, const sy_kv *args, size_t n,
+                          sy_error *err) {
+    const not_run *nr = data;
+    (void)args;
+    (void)n;
+    memset(err, 0, sizeof *err);
+    err->code = SY_ENOTRUN;
+    snprintf(err->message, sizeof err->message,
+             "%s: host '%s' does not run this filter (the mini-gateway does)",
+             nr->filter, nr->host);
+    return SY_ENOTRUN;
+}
+
+int gw_host_filters_refuse(sy_registry *reg, const char *host, sy_error *err) {
+    static const char *const body_class[] = {"bodyClass", NULL};
+    static const char *const cache_fields[] = {"timeToLive", "size", NULL};
+    static not_run nr[4] = {{"SecureHeaders", NULL},
+                            {"FallbackHeaders", NULL},
+                            {"CacheRequestBody", NULL},
+                            {"LocalResponseCache", NULL}};
+    const char *const *fields[4] = {NULL, NULL, body_class, cache_fields};
+    int rc = 0;
+    for (size_t i = 0; i < 4 && !rc; i++) {
+        nr[i].host = host;
+        sy_filter_factory f = {fields[i], SY_SHORTCUT_DEFAULT, refuse_not_run,
+                               &nr[i]};
+        rc = sy_registry_add_filter(reg, nr[i].filter, &f, err);
+    }
+    return rc;
+}
+
 int gw_host_filters_register(sy_registry *reg, sy_error *err) {
     static const char *const body_class[] = {"bodyClass", NULL};
     static const char *const cache_fields[] = {"timeToLive", "size", NULL};

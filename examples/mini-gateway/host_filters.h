@@ -44,4 +44,10 @@ int gw_response_cache_args(const sy_kv *args, size_t n, uint64_t *ttl_ms,
  * Returns 0 or a negative SY_E* with err filled. */
 int gw_host_filters_register(sy_registry *reg, sy_error *err);
 
+/* Register the same four names for a host that does not run them (the
+ * nginx module, for `switchyard check --host nginx`): a route using one is
+ * refused at its entry with SY_ENOTRUN naming `host`, which must outlive
+ * reg. Returns 0 or a negative SY_E* with err filled. */
+int gw_host_filters_refuse(sy_registry *reg, const char *host, sy_error *err);
+
 #endif

@@ -233,12 +233,12 @@ cat >"$tmp/host-filters.json" <<'JSON'
 JSON
 run "--host gateway: SecureHeaders, FallbackHeaders, CacheRequestBody, LocalResponseCache run there" 0 \
 "host-filters.json: ok, 4 routes" check --host gateway host-filters.json
-run "--host nginx: the gateway's own filters are unknown there" 1 \
-"host-filters.json: routes[0].filters[0]: unknown filter 'SecureHeaders'
-host-filters.json: routes[0].filters[1].name: unknown filter 'SecureHeaders'
-host-filters.json: routes[1].filters[0].name: unknown filter 'FallbackHeaders'
-host-filters.json: routes[2].filters[0]: unknown filter 'CacheRequestBody'
-host-filters.json: routes[3].filters[0]: unknown filter 'LocalResponseCache'" \
+run "--host nginx: the gateway's own filters are refused there, naming the host" 1 \
+"host-filters.json: routes[0].filters[0]: SecureHeaders: host 'nginx' does not run this filter (the mini-gateway does)
+host-filters.json: routes[0].filters[1]: SecureHeaders: host 'nginx' does not run this filter (the mini-gateway does)
+host-filters.json: routes[1].filters[0]: FallbackHeaders: host 'nginx' does not run this filter (the mini-gateway does)
+host-filters.json: routes[2].filters[0]: CacheRequestBody: host 'nginx' does not run this filter (the mini-gateway does)
+host-filters.json: routes[3].filters[0]: LocalResponseCache: host 'nginx' does not run this filter (the mini-gateway does)" \
     check --quiet --host nginx host-filters.json
 cat >"$tmp/host-filters-bad.json" <<'JSON'
 {"routes": [

@@ -1,10 +1,10 @@
 /*
- * def.c - route documents (route model section 1): limits, JSON syntax
+ * def.c - route documents (route model section 1): JSON syntax
  * errors with line and column, the two document shapes, strict and
  * lenient modes, duplicate ids, document fingerprints and the public
- * sy_document_* calls, and the JSON parse that def_single.c (single
- * routes, default filters) shares. One route object is built by
- * def_route.c; a router's apply shares the live route built from the
+ * sy_document_* calls; the JSON text's parse is def_json.c's, which
+ * def_single.c (single routes, default filters) shares. One route object is
+ * built by def_route.c; a router's apply shares the live route built from the
  * same bytes instead (build_routes).
  */
 #include "base/idtab.h"
@@ -16,85 +16,7 @@
 
 #include <stdio.h>
 
-#define SY_DEFAULT_MAX_DOC ((size_t)64 << 20)
-#define SY_DEFAULT_MAX_ROUTES ((size_t)1000000)
-#define SY_DEFAULT_MAX_STRING ((size_t)64 << 10)
-#define SY_DEFAULT_MAX_DEPTH 32u
 #define SEED_DOC 0x5359444f43ull /* "SYDOC" */
-
-void sy__limits_resolve(sy_limits *out, const sy_limits *in) {
-    sy_limits l = {0, 0, 0, 0};
-    if (in)
-        l = *in;
-    if (!l.max_document_bytes)
-        l.max_document_bytes = SY_DEFAULT_MAX_DOC;
-    if (!l.max_routes)
-        l.max_routes = SY_DEFAULT_MAX_ROUTES;
-    if (!l.max_string_bytes)
-        l.max_string_bytes = SY_DEFAULT_MAX_STRING;
-    if (!l.max_depth)
-        l.max_depth = SY_DEFAULT_MAX_DEPTH;
-    *out = l;
-}
-
-/* ---- JSON text ---- */
-
-/* cJSON text that def_scan.c accepted: a NULL from cJSON can only be an
- * allocation failure (cJSON allocates with malloc, outside the router's
- * allocator), reported as such and never as a syntax error. */
-static int parse_scanned(const char *json, size_t start, size_t end,
-                         cJSON **out, sy_error *err) {
-    const char *stop = NULL;
-    *out = cJSON_ParseWithLengthOpts(json + start, end - start, &stop, 0);
-    if (*out)
-        return 0;
-    return sy__error_set(err, SY_ENOMEM, "",
-                         "out of memory while parsing the JSON text");
-}
-
-/* The tree of json[start, end), which def_scan.c accepted: its nodes in
- * `tree` (def_tree.c: no malloc per node, and none in libc's heap with
- * the default allocator), or cJSON's own where def_tree.c leaves the text
- * to cJSON (*own set: the caller deletes it). */
-static int parse_tree(sy__arena *tree, const char *json, size_t start,
-                      size_t end, cJSON **out, bool *own, sy_error *err) {
-    *own = false;
-    int rc = sy__def_tree_parse(tree, json, start, end, out);
-    if (rc == SY_DEF_TREE_CJSON) {
-        *own = true;
-        return parse_scanned(json, start, end, out, err);
-    }
-    if (rc)
-        return sy__error_set(err, SY_ENOMEM, "",
-                             "out of memory while parsing the JSON text");
-    return 0;
-}
-
-/* Scan `json` under the limits (def_scan.c): for single routes and
- * default filters, whose size the scan caps at SY_MAX_ROUTE_VALUES
- * values. */
-static int scan_json(const sy__alloc *a, const char *json, size_t len,
-                     const sy_limits *lim, sy_error *err) {
-    if (len > lim->max_document_bytes)
-        return sy__error_set(err, SY_ELIMIT, "",
-                             "document of %zu bytes exceeds the limit of %zu",
-                             len, lim->max_document_bytes);
-    sy__json_scan scan;
-    int rc = sy__json_scan_text(a, json, len, lim, false, &scan, err);
-    sy__free(a, scan.routes);
-    return rc;
-}
-
-/* scan_json, then the whole text's tree (parse_tree; the caller frees
- * `tree`, and deletes *out when *own). */
-static int parse_json(const sy__alloc *a, sy__arena *tree, const char *json,
-                      size_t len, const sy_limits *lim, cJSON **out, bool *own,
-                      sy_error *err) {
-    *out = NULL;
-    *own = false;
-    int rc = scan_json(a, json, len, lim, err);
-    return rc ? rc : parse_tree(tree, json, 0, len, out, own, err);
-}
 
 /* ---- documents ---- */
 
@@ -156,7 +78,7 @@ static int read_version(sy_document *d, const char *json,
     if (!span->end)
         return 0;
     cJSON *v = NULL;
-    int rc = parse_scanned(json, span->start, span->end, &v, err);
+    int rc = sy__def_parse_scanned(json, span->start, span->end, &v, err);
     if (!rc)
         rc = read_version_value(d, v, err);
     cJSON_Delete(v);
@@ -631,8 +553,8 @@ static int route_obtain(route_walk *w, size_t i, route_step *s) {
         s->e.path[0] = s->e.message[0] = '\0';
         if (!s->c) {
             sy__arena_reset(&w->tree);
-            rc = parse_tree(&w->tree, w->json, sp->start, sp->end, &s->c,
-                            &s->own, &s->e);
+            rc = sy__def_parse_tree(&w->tree, w->json, sp->start, sp->end,
+                                    &s->c, &s->own, &s->e);
         }
     }
     w->ctx.text_len = sp->end - sp->start;
@@ -940,19 +862,4 @@ size_t sy_document_issue_count(const sy_document *doc) {
 
 const sy_error *sy_document_issue(const sy_document *doc, size_t i) {
     return doc && i < doc->issue_count ? &doc->issues[i] : NULL;
-}
-
-/* ---- shared with def_single.c and instances.c ---- */
-
-const char *const *sy__def_host_runs(const sy_parse_options *o) {
-    return o && o->size >= offsetof(sy_parse_options, host_runs) +
-                               sizeof o->host_runs
-               ? o->host_runs
-               : NULL;
-}
-
-int sy__def_parse_json(sy__arena *tree, const char *json, size_t len,
-                       const sy_limits *lim, cJSON **out, bool *own,
-                       sy_error *err) {
-    return parse_json(tree->alloc, tree, json, len, lim, out, own, err);
 }

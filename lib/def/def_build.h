@@ -192,4 +192,13 @@ int sy__def_tree_parse_checked(sy__arena *ar, const char *json, size_t start,
  * are older than the field, or it is not set). */
 const char *const *sy__def_host_runs(const sy_parse_options *o);
 
+/* def_json.c: the cJSON parse of json[start, end), which def_scan.c
+ * accepted (a failure is SY_ENOMEM, never a syntax error); and its tree in
+ * `tree` (def_tree.c), or cJSON's own where def_tree.c leaves the text to
+ * cJSON (*own set: the caller deletes *out). */
+int sy__def_parse_scanned(const char *json, size_t start, size_t end,
+                          cJSON **out, sy_error *err);
+int sy__def_parse_tree(sy__arena *tree, const char *json, size_t start,
+                       size_t end, cJSON **out, bool *own, sy_error *err);
+
 #endif

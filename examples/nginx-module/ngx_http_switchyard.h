@@ -481,6 +481,16 @@ ngx_int_t sw_notify_watch(ngx_cycle_t *cycle, sw_notify_t *n);
 void sw_notify_others(sw_notify_t *n);
 
 ngx_int_t sw_admin_handler(ngx_http_request_t *r);
+/* ngx_http_switchyard_module.c, called from the module context of
+ * ngx_http_switchyard_conf.c: preconfiguration wraps proxy_pass and adds
+ * the $switchyard_* variables; postconfiguration checks the locations and
+ * files, adds the zone and installs the phase handlers and the header
+ * filter. */
+ngx_int_t sw_preconfiguration(ngx_conf_t *cf);
+ngx_int_t sw_postconfiguration(ngx_conf_t *cf);
+/* ngx_http_switchyard_conf.c: every routes and instances file loaded
+ * together, as a worker will; NGX_ERROR logged at the configuration. */
+ngx_int_t sw_check_files(ngx_conf_t *cf, sw_main_conf_t *mcf);
 /* The switchyard_balancer directive (ngx_http_switchyard_balancer.c). */
 char *sw_balancer(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 /* True for an upstream block with switchyard_balancer. */

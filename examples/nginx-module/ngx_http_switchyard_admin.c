@@ -149,10 +149,10 @@ static u_char *sw_policy_json(u_char *p) {
                        "\"limited\":%uL,\"store_full\":%uL,"
                        "\"breaker_rejected\":%uL,\"breaker_opened\":%uL,"
                        "\"breaker_half_opened\":%uL,\"breaker_closed\":%uL}",
-                       st.slots, st.breakers, st.buckets_used,
-                       st.breakers_used, st.limited, st.store_full,
-                       st.breaker_rejected, st.breaker_opened,
-                       st.breaker_half_opened, st.breaker_closed);
+                       st.slots, st.breakers, st.buckets_used, st.breakers_used,
+                       st.limited, st.store_full, st.breaker_rejected,
+                       st.breaker_opened, st.breaker_half_opened,
+                       st.breaker_closed);
 }
 
 /* ---- each service's instances with their shared health ---- */
@@ -168,8 +168,7 @@ static bool sw_inst_in_force(sw_inst_src_t *src, size_t n, size_t k,
                              const char *service) {
     for (size_t j = k + 1; j < n; j++)
         if (src[j].service ? ngx_strcmp(src[j].service, service) == 0
-                           : sy_instances_find(src[j].doc, service) !=
-                                 SIZE_MAX)
+                           : sy_instances_find(src[j].doc, service) != SIZE_MAX)
             return false;
     return true;
 }
@@ -200,8 +199,8 @@ static u_char *sw_inst_json(u_char *p, sw_inst_src_t *src, size_t n) {
             if ((src[k].service && ngx_strcmp(svc, src[k].service) != 0) ||
                 !sw_inst_in_force(src, n, k, svc))
                 continue;
-            p = ngx_cpymem(p, first ? "{\"name\":" : ",{\"name\":",
-                           first ? 8 : 9);
+            p = ngx_cpymem(p,
+                           first ? "{\"name\":" : ",{\"name\":", first ? 8 : 9);
             first = false;
             p = sw_json_str(p, (u_char *)svc, ngx_strlen(svc));
             p = ngx_cpymem(p, ",\"instances\":[", 14);
@@ -219,8 +218,8 @@ static u_char *sw_inst_json(u_char *p, sw_inst_src_t *src, size_t n) {
                     "\"consecutive_failures\":%uA,\"ejections\":%uA,"
                     "\"ejected\":%s,\"eject_remaining_ms\":%L}",
                     (uint32_t)in->port, states[in->state % 3],
-                    ejected  ? "ejected"
-                    : e && e->ejected ? "probation"
+                    ejected            ? "ejected"
+                    : e && e->ejected  ? "probation"
                     : e && e->failures ? "failing"
                                        : "healthy",
                     e ? e->failures : 0, e ? e->ejections : 0,
@@ -245,8 +244,7 @@ static ngx_buf_t *sw_services_status(ngx_http_request_t *r) {
     uint64_t gen;
     sy_error err;
 
-    if (sw_zone_copy(z, false, sw_worker.epoch, 0, &docs, &nz, &gen) !=
-        NGX_OK)
+    if (sw_zone_copy(z, false, sw_worker.epoch, 0, &docs, &nz, &gen) != NGX_OK)
         nz = 0;
     src = ngx_pcalloc(r->pool, (nf + nz + 1) * sizeof *src);
     if (src == NULL)
@@ -286,9 +284,8 @@ static ngx_int_t sw_status(ngx_http_request_t *r) {
     uint64_t fp0 = 0;
     int nslots = 0;
 
-    const char **origins =
-        ngx_pcalloc(r->pool, (sw_worker.mcf->route_files.nelts + 1) *
-                                 sizeof(char *));
+    const char **origins = ngx_pcalloc(
+        r->pool, (sw_worker.mcf->route_files.nelts + 1) * sizeof(char *));
     sw_file_t *files = sw_worker.mcf->route_files.elts;
 
     if (origins == NULL)
@@ -307,9 +304,8 @@ static ngx_int_t sw_status(ngx_http_request_t *r) {
         for (ngx_uint_t i = 0; i < sw_worker.mcf->route_files.nelts; i++)
             if (origins[i] == NULL && files[i].name.len == d->source_len &&
                 ngx_strncmp(files[i].name.data, d->source, d->source_len) == 0)
-                origins[i] = d->origin == SW_ORIGIN_STATE
-                                 ? "state file"
-                                 : "admin";
+                origins[i] =
+                    d->origin == SW_ORIGIN_STATE ? "state file" : "admin";
     }
     b = ngx_create_temp_buf(r->pool, size);
     if (b == NULL) {
@@ -332,12 +328,12 @@ static ngx_int_t sw_status(ngx_http_request_t *r) {
             b->last = ngx_cpymem(b->last, ",\"source\":", 10);
             b->last = sw_json_str(b->last, d->source, d->source_len);
         }
-        b->last = ngx_sprintf(b->last,
-                              ",\"generation\":%uL,\"bytes\":%uz,"
-                              "\"origin\":\"%s\"}",
-                              d->seq, d->len,
-                              d->origin == SW_ORIGIN_STATE ? "state file"
-                                                           : "admin");
+        b->last =
+            ngx_sprintf(b->last,
+                        ",\"generation\":%uL,\"bytes\":%uz,"
+                        "\"origin\":\"%s\"}",
+                        d->seq, d->len,
+                        d->origin == SW_ORIGIN_STATE ? "state file" : "admin");
     }
     ngx_shmtx_unlock(&z->shpool->mutex);
 
@@ -499,13 +495,12 @@ typedef enum { SW_TAKEN, SW_TAKE_RELOADED, SW_TAKE_NO_ROOM } sw_take_t;
  * router, and the link as the zone's newest document (written to the
  * state file) if it held, the room freed if not. NULL: no room. */
 static sw_shm_doc_t *sw_change_commit_locked(ngx_http_request_t *r,
-                                             sw_admin_ctx_t *a,
-                                             sw_change_t *c, bool current) {
+                                             sw_admin_ctx_t *a, sw_change_t *c,
+                                             bool current) {
     sw_zone_ctx_t *z = sw_worker.zone;
-    sw_shm_doc_t *doc =
-        a->doc ? a->doc
-               : sw_zone_prepare_locked(z, a->kind, &a->name, &a->source,
-                                        c->len);
+    sw_shm_doc_t *doc = a->doc ? a->doc
+                               : sw_zone_prepare_locked(z, a->kind, &a->name,
+                                                        &a->source, c->len);
 
     if (doc == NULL)
         return NULL;
@@ -523,8 +518,8 @@ static sw_shm_doc_t *sw_change_commit_locked(ngx_http_request_t *r,
     if (c->rc == 0 && a->kind == SW_DOC_ROUTE)
         c->rc = sw_check_route_id(a, doc->data, c->len, &c->err);
     if (c->rc == 0) {
-        c->rc = sw_worker_apply(a->kind, c->name, c->source,
-                                (char *)doc->data, c->len, &c->err);
+        c->rc = sw_worker_apply(a->kind, c->name, c->source, (char *)doc->data,
+                                c->len, &c->err);
         c->c_stage = sw_worker.stage_cpu_us;
     }
     if (c->rc) {
@@ -620,13 +615,12 @@ static ngx_int_t sw_change_rejected(ngx_http_request_t *r, sw_admin_ctx_t *a,
                   sw_kind_name(a->kind), &a->name, &a->source, c->err.path,
                   c->err.path[0] ? ": " : "", c->err.message, c->err.line,
                   c->err.column);
-    return sw_send_error(
-        r,
-        c->rc == SY_ENOTFOUND && a->kind == SW_DOC_ROUTE_REMOVE
-            ? NGX_HTTP_NOT_FOUND
-        : c->rc == SY_ENOMEM ? NGX_HTTP_INTERNAL_SERVER_ERROR
-                             : NGX_HTTP_BAD_REQUEST,
-        &c->err);
+    return sw_send_error(r,
+                         c->rc == SY_ENOTFOUND && a->kind == SW_DOC_ROUTE_REMOVE
+                             ? NGX_HTTP_NOT_FOUND
+                         : c->rc == SY_ENOMEM ? NGX_HTTP_INTERNAL_SERVER_ERROR
+                                              : NGX_HTTP_BAD_REQUEST,
+                         &c->err);
 }
 
 /* A stored change: logged at notice, answered with its generation and
@@ -646,14 +640,14 @@ static ngx_int_t sw_change_accepted(ngx_http_request_t *r, sw_admin_ctx_t *a,
         b->last = ngx_sprintf(
             b->last, "{\"kind\":\"%s\",\"name\":", sw_kind_name(a->kind));
         b->last = sw_json_str(b->last, a->name.data, a->name.len);
-        b->last = ngx_sprintf(
-            b->last,
-            ",\"generation\":%uL,\"wait_us\":%uL,"
-            "\"commit_us\":%uL,\"commit_cpu_us\":%uL,"
-            "\"store_cpu_us\":%uL,\"stage_cpu_us\":%uL,"
-            "\"body_us\":%uL,\"body_reads\":%ui}\n",
-            c->seq, c->t1 - c->t0, c->t2 - c->t1, c->c1 - c->c0, c->c_store,
-            c->c_stage, a->body_t1 - a->body_t0, a->body_reads);
+        b->last = ngx_sprintf(b->last,
+                              ",\"generation\":%uL,\"wait_us\":%uL,"
+                              "\"commit_us\":%uL,\"commit_cpu_us\":%uL,"
+                              "\"store_cpu_us\":%uL,\"stage_cpu_us\":%uL,"
+                              "\"body_us\":%uL,\"body_reads\":%ui}\n",
+                              c->seq, c->t1 - c->t0, c->t2 - c->t1,
+                              c->c1 - c->c0, c->c_store, c->c_stage,
+                              a->body_t1 - a->body_t0, a->body_reads);
     }
     rc = b ? sw_send_json(r, NGX_HTTP_OK, b)
            : sw_500(r, "out of memory for the answer (the change was stored)");
@@ -696,8 +690,7 @@ static ngx_int_t sw_change(ngx_http_request_t *r, sw_admin_ctx_t *a) {
         if (rc != NGX_DECLINED)
             return rc;
         break;
-    case SW_TAKEN:
-        break;
+    case SW_TAKEN: break;
     }
     return c->rc ? sw_change_rejected(r, a, c) : sw_change_accepted(r, a, c);
 }

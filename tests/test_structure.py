@@ -9,6 +9,8 @@ promises:
   SY_API in include/switchyard.h; nothing internal leaks out; internal
   names are sy__ (public ones sy_), so a call tells which it is.
 
+- sizes: a lib/ file under ~900 lines, an examples/ file under ~1,200.
+
 - the static library (what a host links into its own binary) defines no
   global symbol outside the sy_/sy__ names, so it cannot clash with a
   host's own symbols.
@@ -253,6 +255,22 @@ def main():
                                                 i))
     report(not cites, "no code, test or test data points at an issue number",
            cites[:20])
+    # rooms of a size one can read: a lib/ file under ~900 lines, a file of
+    # the hosts and the tool (examples/) under ~1,200 (docs/architecture.md)
+    big = []
+    for top, most in (("lib", 920), ("examples", 1220)):
+        for d, subdirs, names in os.walk(os.path.join(root, top)):
+            for fn in names:
+                if not fn.endswith((".c", ".h", ".py", ".html", ".sh")):
+                    continue
+                path = os.path.join(d, fn)
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    lines = sum(1 for _ in f)
+                if lines > most:
+                    big.append("%s: %d lines (at most %d)" %
+                               (os.path.relpath(path, root), lines, most))
+    report(not big, "every lib/ file under ~900 lines, every examples/ "
+           "file under ~1,200", big)
     # a file of the tree that code or a doc cites by its path exists (from
     # the top of the tree, or from the citing file's folder: meson's
     # files() and relative links)

@@ -1456,13 +1456,13 @@ typedef enum sy_breaker_verdict {
  * Record the outcome of a permitted call: `outcome` as the host saw it,
  * `status` the upstream's answer (0 when none), `duration_ms` the call's
  * time, `now_ms` the time now (epoch ms, read only when the state moves;
- * 0: real time then). A failure is a connect failure, a timeout, or a status listed in
- * statusCodes; a slow call one longer than slowCallDurationThreshold. The
- * window and state change as Resilience4j's count-based breaker does.
- * The verdict is SCG's: a failure goes to the fallbackUri; without one, a
- * timeout is 504 and, under resumeWithoutError, a listed status passes
- * the answer on and a connect failure is an empty 200 (RESUME).
- * Any thread (the permit carries what it needs); lock-free.
+ * 0: real time then). A failure is a connect failure, a timeout, or a status
+ * listed in statusCodes; a slow call one longer than slowCallDurationThreshold.
+ * The window and state change as Resilience4j's count-based breaker does. The
+ * verdict is SCG's: a failure goes to the fallbackUri; without one, a timeout
+ * is 504 and, under resumeWithoutError, a listed status passes the answer on
+ * and a connect failure is an empty 200 (RESUME). Any thread (the permit
+ * carries what it needs); lock-free.
  */
 SY_API sy_breaker_verdict sy_breaker_record(const sy_breaker_permit *p,
                                             sy_outcome outcome, int status,

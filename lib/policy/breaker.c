@@ -28,7 +28,7 @@
     "permittedNumberOfCallsInHalfOpenState, timeoutDuration, warmupDuration"
 
 #define F13 0x1fffull
-#define ST(w) ((int)((w) & 3))
+#define ST(w) ((int)((w)&3))
 #define EPOCH(w) (((w) >> 2) & 0x3ff)
 #define PERMITS(w) (((w) >> 12) & F13)
 #define HCALLS(w) (((w) >> 25) & F13)
@@ -36,8 +36,8 @@
 #define HSLOW(w) (((w) >> 51) & F13)
 #define HALF_OPEN_MAX 8191u
 
-static uint64_t mkword(int st, uint64_t epoch, uint64_t permits,
-                       uint64_t calls, uint64_t fails, uint64_t slow) {
+static uint64_t mkword(int st, uint64_t epoch, uint64_t permits, uint64_t calls,
+                       uint64_t fails, uint64_t slow) {
     return (uint64_t)st | (epoch & 0x3ff) << 2 | (permits & F13) << 12 |
            (calls & F13) << 25 | (fails & F13) << 38 | (slow & F13) << 51;
 }
@@ -120,8 +120,8 @@ int sy__brk_compile(sy__pargs *p, sy__brk_cfg *cfg) {
                            &win, NULL)) ||
         (rc = sy__parg_int(p, "minimumNumberOfCalls", 1, INT32_MAX, &minc,
                            NULL)) ||
-        (rc = sy__parg_duration(p, "waitDurationInOpenState", 1, &wait,
-                                NULL)) ||
+        (rc =
+             sy__parg_duration(p, "waitDurationInOpenState", 1, &wait, NULL)) ||
         (rc = sy__parg_int(p, "permittedNumberOfCallsInHalfOpenState", 1,
                            HALF_OPEN_MAX, &half, NULL)) ||
         (rc = sy__parg_duration(p, "timeoutDuration", 1, &timeout, NULL)) ||
@@ -228,7 +228,8 @@ void sy__brk_acquire(sy_policy_store *st, const sy__brk_cfg *cfg,
     out->cfg = cfg;
     out->store = st;
     out->entry = UINT32_MAX;
-    uint64_t key = cfg->key ? cfg->key : sy__brk_key(route_id, strlen(route_id));
+    uint64_t key =
+        cfg->key ? cfg->key : sy__brk_key(route_id, strlen(route_id));
     /* the route's attach claimed the entry (a commit refuses a breaker
      * the store has no room for) */
     sy__brk *b = sy__store_breaker(st, key);
@@ -254,8 +255,8 @@ void sy__brk_acquire(sy_policy_store *st, const sy__brk_cfg *cfg,
                 break;
             }
             uint64_t e = EPOCH(w) + 1;
-            uint64_t nw = mkword(SY_BREAKER_HALF_OPEN, e, cfg->half_open - 1,
-                                 0, 0, 0);
+            uint64_t nw =
+                mkword(SY_BREAKER_HALF_OPEN, e, cfg->half_open - 1, 0, 0, 0);
             if (atomic_compare_exchange_strong(&b->word, &w, nw)) {
                 atomic_store(&b->since, mksince(e, false, rel_now(st, now)));
                 sy__store_count(&st->breaker_half_opened);
@@ -411,8 +412,8 @@ sy_breaker_verdict sy_breaker_record(const sy_breaker_permit *p,
     if (!p || !p->breaker || !p->cfg)
         return SY_BREAKER_PASS;
     const sy__brk_cfg *cfg = p->cfg;
-    bool err = outcome == SY_OUTCOME_CONNECT_FAILURE ||
-               outcome == SY_OUTCOME_TIMEOUT;
+    bool err =
+        outcome == SY_OUTCOME_CONNECT_FAILURE || outcome == SY_OUTCOME_TIMEOUT;
     bool code = is_code(cfg, status);
     bool fail = err || code;
     bool slow = duration_ms > cfg->slow_ms;

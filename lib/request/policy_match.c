@@ -4,10 +4,10 @@
  * of the match's chain (default filters and the route's, in SCG's merged
  * order) run against the snapshot's policy store (lib/policy/).
  */
-#include "request/match.h"
 #include "policy/breaker.h"
 #include "policy/ratelimit.h"
 #include "policy/retry.h"
+#include "request/match.h"
 
 /* False when route r (NULL: none) has no filter of builtin `id`, as its
  * compile noted (Retry and CircuitBreaker): no walk over its filters. */
@@ -27,8 +27,7 @@ static bool may_have(const struct sy_route *r, sy__builtin id) {
 /* The next policy of builtin `id` in the merged chain (default i before
  * route i) from position *at (0 at first; moved past the one returned),
  * or NULL. */
-static const void *next_policy(const sy_match *m, sy__builtin id,
-                               size_t *at) {
+static const void *next_policy(const sy_match *m, sy__builtin id, size_t *at) {
     const struct sy_route *d = m->snap->defaults, *r = m->route;
     size_t nd = d ? d->more->filter_count : 0, nr = r->more->filter_count;
     if (!may_have(d, id) && !may_have(r, id)) {
@@ -80,8 +79,8 @@ static sy_str var_of(const void *m, const char *name) {
 
 static size_t resolve(const sy_match *m, const sy__rl_cfg *cfg, char *buf,
                       size_t cap) {
-    return sy__keyres_resolve(&cfg->kr, m->req, m->route, m->route->id,
-                              var_of, m, buf, cap);
+    return sy__keyres_resolve(&cfg->kr, m->req, m->route, m->route->id, var_of,
+                              m, buf, cap);
 }
 
 size_t sy_match_ratelimit_count(const sy_match *m) {
@@ -112,8 +111,8 @@ int sy_match_ratelimit(const sy_match *m, int64_t now_ms, sy_ratelimit *out,
             }
             continue;
         }
-        uint64_t bk = sy__rl_bucket_key(cfg, m->route->id, out->key,
-                                        out->key_len);
+        uint64_t bk =
+            sy__rl_bucket_key(cfg, m->route->id, out->key, out->key_len);
         sy__rl_take(m->snap->policy, cfg, bk, now_of(m, now_ms), out);
         if (!out->allowed)
             return 0;

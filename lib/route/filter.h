@@ -39,8 +39,8 @@ const void *sy__filter_policy(const sy__filter *f, sy__builtin *id);
  * router_core.c for a Retry among the default filters): SCG would run the
  * breaker on every try; the hosts run it once, around all the tries. */
 #define SY__BREAKER_AFTER_RETRY                                                \
-    "CircuitBreaker: after a Retry, SCG runs the breaker on every try; "      \
-    "switchyard runs it once around all the tries: list the CircuitBreaker "  \
+    "CircuitBreaker: after a Retry, SCG runs the breaker on every try; "       \
+    "switchyard runs it once around all the tries: list the CircuitBreaker "   \
     "before the Retry"
 
 /* The plan, built in the match context's scratch arena. */

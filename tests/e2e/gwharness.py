@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -227,6 +228,34 @@ class Gateway:
                 total += float(line.rsplit(" ", 1)[1])
                 found = True
         return total if found else None
+
+
+class Load:
+    """GETs of one path through a gateway, on a thread of their own, until
+    stop(): `sent` counts them, `failures` keeps each that failed (a status
+    other than 200, or the exception)."""
+
+    def __init__(self, gw, path, pause=0.005):
+        self.sent, self.failures = 0, []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run,
+                                        args=(gw, path, pause), daemon=True)
+        self._thread.start()
+
+    def _run(self, gw, path, pause):
+        while not self._stop.is_set():
+            try:
+                st, _, _ = gw.request("GET", path, timeout=5)
+                if st != 200:
+                    self.failures.append(st)
+            except Exception as e:  # noqa: BLE001 - any failure counts
+                self.failures.append(repr(e))
+            self.sent += 1
+            time.sleep(pause)
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join(10)
 
 
 def wait_for(cond, what, deadline_s=5.0):

@@ -17,7 +17,6 @@ import json
 import os
 import signal
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -50,22 +49,7 @@ try:
     t.ok(wait_until(lambda: gw.request("GET", "/stable/x")[0] == 200, 10),
          "the gateway reads the cluster")
 
-    failures, sent = [], [0]
-    stop = threading.Event()
-
-    def load():
-        while not stop.is_set():
-            try:
-                st, _, _ = gw.request("GET", "/stable/x", timeout=5)
-                if st != 200:
-                    failures.append(st)
-            except Exception as e:  # noqa: BLE001 - any failure counts
-                failures.append(repr(e))
-            sent[0] += 1
-            time.sleep(0.005)
-
-    loader = threading.Thread(target=load, daemon=True)
-    loader.start()
+    load = gwharness.Load(gw, "/stable/x")
     n = [0]
 
     def change(what, avoid=()):
@@ -129,11 +113,10 @@ try:
          "admin PUT /routes/<source> on one gateway: stored under "
          "PREFIX routes/<source>, served by the other", body)
 
-    stop.set()
-    loader.join(10)
-    t.ok(sent[0] > 200 and not failures,
-         "%d requests under the failures, none failed" % sent[0],
-         failures[:5])
+    load.stop()
+    t.ok(load.sent > 200 and not load.failures,
+         "%d requests under the failures, none failed" % load.sent,
+         load.failures[:5])
     t.ok(time.monotonic() - started < 60, "within a minute (%.0f s)" %
          (time.monotonic() - started))
 except Exception as e:  # noqa: BLE001

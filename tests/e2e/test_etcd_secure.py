@@ -24,7 +24,6 @@ import shutil
 import ssl
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 
@@ -313,21 +312,7 @@ def secure_cluster(up, key):
     t.ok(wait_until(serves(gw, "/r/x", "c1"), 10),
          "secure cluster: the gateway reads over TLS, logged in",
          etcd_error(gw))
-    failures, sent = [], [0]
-    stop = threading.Event()
-
-    def load():
-        while not stop.is_set():
-            try:
-                st, _, _ = gw.request("GET", "/r/x", timeout=5)
-                if st != 200:
-                    failures.append(st)
-            except Exception as e:  # noqa: BLE001 - any failure counts
-                failures.append(repr(e))
-            sent[0] += 1
-            time.sleep(0.005)
-    loader = threading.Thread(target=load, daemon=True)
-    loader.start()
+    load = gwharness.Load(gw, "/r/x")
     lead = cl.leader()
     cl.kill(lead)
     cl.put(P + "routes/r", route(up, "c2"), avoid=(lead,))
@@ -351,11 +336,10 @@ def secure_cluster(up, key):
          "secure cluster: a client certificate with a Common Name is "
          "refused by etcd's JSON gateway once auth is on, and /status says "
          "why", etcd_error(cn))
-    stop.set()
-    loader.join(10)
-    t.ok(sent[0] > 100 and not failures,
+    load.stop()
+    t.ok(load.sent > 100 and not load.failures,
          "secure cluster: %d requests under the leader loss, none failed"
-         % sent[0], failures[:5])
+         % load.sent, load.failures[:5])
 
 
 try:

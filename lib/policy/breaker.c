@@ -232,12 +232,11 @@ void sy__brk_acquire(sy_policy_store *st, const sy__brk_cfg *cfg,
         cfg->key ? cfg->key : sy__brk_key(route_id, strlen(route_id));
     /* the route's attach claimed the entry (a commit refuses a breaker
      * the store has no room for) */
-    sy__brk *b = sy__store_breaker(st, key);
+    sy__brk *b = sy__store_breaker_at(st, key, &out->entry);
     if (!b) {
         sy__store_count(&st->store_full);
         return; /* no entry: calls pass, unbroken */
     }
-    out->entry = (uint32_t)(b - sy__store_brks(st));
     adopt(st, b, cfg, gen, now);
     for (;;) {
         uint64_t w = atomic_load_explicit(&b->word, memory_order_acquire);
@@ -346,13 +345,14 @@ static void record_closed(sy_policy_store *st, sy__brk *b,
     size_t word = (size_t)(i / 64);
     set_bit(&b->fbits[word], mask, fail);
     set_bit(&b->sbits[word], mask, slow);
-    uint64_t calls = idx + 1 < cfg->window ? idx + 1 : cfg->window;
-    if (calls < cfg->min_calls)
-        return;
     /* a success after a call that was already weighed (the usual call)
      * lowers both rates or leaves them: the window was weighed when each
-     * failure or slow call in it went in */
+     * failure or slow call in it went in (tested first: it decides the
+     * usual call) */
     if (!fail && !slow && idx >= cfg->min_calls)
+        return;
+    uint64_t calls = idx + 1 < cfg->window ? idx + 1 : cfg->window;
+    if (calls < cfg->min_calls)
         return;
     /* no failure (no slow call) is a rate of 0, below every threshold
      * (compile refuses 0): no float division for it */

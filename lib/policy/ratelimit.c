@@ -116,13 +116,6 @@ int sy__rl_compile(sy__pargs *p, const sy_registry *reg, sy__rl_cfg *cfg) {
     return 0;
 }
 
-uint64_t sy__rl_bucket_key(const sy__rl_cfg *cfg, const char *route_id,
-                           const char *key, size_t key_len) {
-    uint64_t h = sy__store_hash(route_id, strlen(route_id), cfg->fp);
-    h = sy__store_hash(key, key_len, h);
-    return h ? h : 1;
-}
-
 void sy__rl_fill(const sy__rl_cfg *cfg, sy_ratelimit *out) {
     out->limited = true;
     out->headers = true;

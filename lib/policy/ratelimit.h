@@ -33,9 +33,14 @@ void sy__rl_shape(sy__rl_cfg *cfg);
 /* Read and check the args (p) into cfg. */
 int sy__rl_compile(sy__pargs *p, const sy_registry *reg, sy__rl_cfg *cfg);
 
-/* The bucket key of (route id, cfg, key). */
-uint64_t sy__rl_bucket_key(const sy__rl_cfg *cfg, const char *route_id,
-                           const char *key, size_t key_len);
+/* The bucket key of (route id, cfg, key); inline: every check makes one. */
+static inline uint64_t sy__rl_bucket_key(const sy__rl_cfg *cfg,
+                                         const char *route_id, const char *key,
+                                         size_t key_len) {
+    uint64_t h = sy__store_hash(route_id, strlen(route_id), cfg->fp);
+    h = sy__store_hash(key, key_len, h);
+    return h ? h : 1;
+}
 /* Take cfg->requested tokens from the bucket at now_ms: out->allowed,
  * out->remaining (every other member of out is filled too). */
 void sy__rl_take(sy_policy_store *st, const sy__rl_cfg *cfg,

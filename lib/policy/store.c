@@ -168,6 +168,24 @@ sy__brk *sy__store_breaker(sy_policy_store *st, uint64_t key) {
     return brk_find(st, key, NULL);
 }
 
+sy__brk *sy__store_breaker_at(sy_policy_store *st, uint64_t key,
+                              uint32_t *index) {
+    /* brk_find's walk without its claim bookkeeping, stepping the index
+     * (the permit keeps it: no pointer difference to divide) */
+    sy__brk *t = sy__store_brks(st);
+    uint32_t mask = st->breakers - 1, j = home_of(key, st->breakers);
+    for (uint32_t i = 0; i <= mask; i++, j = (j + 1) & mask) {
+        uint64_t k = atomic_load_explicit(&t[j].key, memory_order_acquire);
+        if (k == key) {
+            *index = j;
+            return &t[j];
+        }
+        if (k == 0)
+            return NULL;
+    }
+    return NULL;
+}
+
 bool sy__store_breaker_room(sy_policy_store *st, uint64_t key) {
     sy__brk *fr;
     return brk_find(st, key, &fr) || fr;

@@ -123,8 +123,12 @@ static inline uint64_t sy__store_rel_ms(sy_policy_store *st, int64_t now_ms) {
  * probe limit (counted in store_full). */
 sy__bucket *sy__store_bucket(sy_policy_store *st, uint64_t key,
                              uint64_t now_us);
-/* The breaker entry of `key`, or NULL. Lock-free: the request path. */
+/* The breaker entry of `key`, or NULL. Lock-free. */
 sy__brk *sy__store_breaker(sy_policy_store *st, uint64_t key);
+/* The same, for the request path: *index its index among the entries
+ * when found (untouched when not). */
+sy__brk *sy__store_breaker_at(sy_policy_store *st, uint64_t key,
+                              uint32_t *index);
 /* Whether `key` has an entry or a free one could be claimed for it. */
 bool sy__store_breaker_room(sy_policy_store *st, uint64_t key);
 /* An owner slot for a router of this process: its index, or -1 when

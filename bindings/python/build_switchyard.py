@@ -58,6 +58,7 @@ typedef struct gw_cors gw_cors;
 gw_cors *gw_cors_parse(const char *json, char *err, size_t cap);
 void gw_cors_free(gw_cors *c);
 int gw_host_filters_register(sy_registry *reg, sy_error *err);
+int gw_host_filters_refuse(sy_registry *reg, const char *host, sy_error *err);
 """
 
 # Macros of the header that the binding uses, as plain integer constants.

@@ -134,12 +134,18 @@ def _host_run_lines(file: str, doc: Any) -> List[str]:
     return lines
 
 
-def _gateway_registry() -> Registry:
+def _host_registry(host: str) -> Registry:
     """The filters the mini-gateway runs itself (SecureHeaders, ...),
-    registered by its own host_filters.c, as the C tool does."""
+    registered by its own host_filters.c, as the C tool does: run for
+    gateway, refused naming the host for another."""
     reg = Registry()
     e = new_error()
-    _check_rc(lib.gw_host_filters_register(reg._ptr, e), e)
+    if host == "gateway":
+        _check_rc(lib.gw_host_filters_register(reg._ptr, e), e)
+    else:
+        name = ffi.new("char[]", host.encode())
+        reg._host_name = name  # the registry keeps a pointer to it
+        _check_rc(lib.gw_host_filters_refuse(reg._ptr, name, e), e)
     return reg
 
 
@@ -222,7 +228,7 @@ def _check(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
         try:
             doc = parse(raw, lenient=True,  # list every bad route
                         host_runs=host,
-                        registry=_gateway_registry() if host == "gateway"
+                        registry=_host_registry(host) if host
                         else None)
         except SwitchyardError as exc:
             out.write(_exc_line(file, exc) + "\n")

@@ -144,8 +144,8 @@ void sy__rl_take(sy_policy_store *st, const sy__rl_cfg *cfg,
     uint64_t t = cfg->t, tau = cfg->tau, need = cfg->need;
     uint64_t tag = bucket_key >> 48;
     for (int tries = 0; tries < 64; tries++) {
-        sy__bucket *b = sy__store_bucket(st, bucket_key, now);
-        if (!b)
+        sy__bucket *b = sy__store_bucket_home(st, bucket_key);
+        if (!b && !(b = sy__store_bucket(st, bucket_key, now)))
             break;
         uint64_t s = atomic_load_explicit(&b->state, memory_order_acquire);
         if ((s & 0xffff) != tag ||

@@ -118,6 +118,24 @@ static inline uint64_t sy__store_rel_ms(sy_policy_store *st, int64_t now_ms) {
     return now_ms > b ? (uint64_t)(now_ms - b) : 1;
 }
 
+/* The first slot of key in a table of n (a power of two) slots: the
+ * key's high bits after a multiply by 2^64 / phi. The key's low bits
+ * alone (version 1) clustered: 100,000 breaker names in 131,072 entries
+ * took 17 probes a lookup, against 2.6 for a uniform spread. */
+static inline uint32_t sy__store_home(uint64_t key, uint32_t n) {
+    uint32_t h =
+        (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> (64 - __builtin_ctz(n)));
+    return h & (n - 1);
+}
+/* sy__store_bucket's first probe, inline: the key's home slot when it
+ * holds the key (the usual check: what sy__store_bucket returns then),
+ * else NULL (then sy__store_bucket). */
+static inline sy__bucket *sy__store_bucket_home(sy_policy_store *st,
+                                                uint64_t key) {
+    sy__bucket *b = &sy__store_buckets(st)[sy__store_home(key, st->slots)];
+    uint64_t k = atomic_load_explicit(&b->key, memory_order_acquire);
+    return k == key ? b : NULL;
+}
 /* The bucket slot of `key` (never 0), found or claimed at now_us (a slot
  * whose bucket is full by then may be taken); NULL: no slot within the
  * probe limit (counted in store_full). */

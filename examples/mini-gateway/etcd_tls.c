@@ -127,8 +127,7 @@ static void tls_close(void *state) {
     free(c);
 }
 
-const etcd_http_transport *etcd_transport(gw_etcd *e,
-                                          const etcd_endpoint *ep) {
+const etcd_http_transport *etcd_transport(gw_etcd *e, const etcd_endpoint *ep) {
     if (strcmp(ep->scheme, "https") != 0 || !e->tls)
         return NULL;
     tls_conn *c = calloc(1, sizeof *c);
@@ -154,8 +153,8 @@ const etcd_http_transport *etcd_transport(gw_etcd *e,
         SSL_set_tlsext_host_name(c->ssl, ep->host);
         SSL_set1_host(c->ssl, ep->host);
     }
-    c->t = (etcd_http_transport){tls_start, tls_send, tls_receive,
-                                 tls_close, c};
+    c->t =
+        (etcd_http_transport){tls_start, tls_send, tls_receive, tls_close, c};
     return &c->t;
 }
 
@@ -166,8 +165,9 @@ int etcd_tls_init(gw_etcd *e, char *err, size_t cap) {
     const gw_etcd_options *o = &e->opts;
     if (!https) {
         if (o->cacert || o->cert || o->key) {
-            snprintf(err, cap, "--etcd-cacert/--etcd-cert/--etcd-key given "
-                               "but no https:// endpoint in --etcd");
+            snprintf(err, cap,
+                     "--etcd-cacert/--etcd-cert/--etcd-key given "
+                     "but no https:// endpoint in --etcd");
             return -1;
         }
         return 0;
@@ -211,8 +211,7 @@ void etcd_tls_free(gw_etcd *e) {
 
 #else /* built without OpenSSL */
 
-const etcd_http_transport *etcd_transport(gw_etcd *e,
-                                          const etcd_endpoint *ep) {
+const etcd_http_transport *etcd_transport(gw_etcd *e, const etcd_endpoint *ep) {
     (void)e;
     (void)ep;
     return NULL;

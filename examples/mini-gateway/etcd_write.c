@@ -21,12 +21,11 @@ typedef struct write_op {
     size_t ep; /* the endpoint of this try */
     gw_etcd_write_cb cb;
     void *data;
-    etcd_http *h; /* the exchange in flight */
+    etcd_http *h;  /* the exchange in flight */
     bool relogged; /* the token was renewed once for this write */
 } write_op;
 
-void gw_etcd_source_key(gw_etcd *e, const char *source, char *out,
-                        size_t cap) {
+void gw_etcd_source_key(gw_etcd *e, const char *source, char *out, size_t cap) {
     snprintf(out, cap, "%sroutes/%s", e->prefix, source);
 }
 
@@ -65,11 +64,10 @@ static void on_txn(void *data, int status, const char *body, size_t n,
         cJSON *j = cJSON_ParseWithLength(body, n);
         const cJSON *hdr = cJSON_GetObjectItemCaseSensitive(j, "header");
         const cJSON *rev = cJSON_GetObjectItemCaseSensitive(hdr, "revision");
-        int64_t revision = cJSON_IsString(rev) ? strtoll(rev->valuestring,
-                                                         NULL, 10)
-                                               : 0;
-        bool ok = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j,
-                                                                "succeeded"));
+        int64_t revision =
+            cJSON_IsString(rev) ? strtoll(rev->valuestring, NULL, 10) : 0;
+        bool ok =
+            cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "succeeded"));
         cJSON_Delete(j);
         if (ok)
             w->cb(w->data, 200, revision, "written to etcd");
@@ -108,15 +106,15 @@ static void send_try(write_op *w) {
                              .timeout_ms = w->e->opts.request_timeout_ms,
                              .on_done = on_txn,
                              .data = w,
-                             .transport = etcd_transport(w->e, &w->e->eps[w->ep])};
+                             .transport =
+                                 etcd_transport(w->e, &w->e->eps[w->ep])};
     if (!(w->h = etcd_http_post(&req))) {
         w->cb(w->data, 502, 0, "cannot start a request to etcd");
         op_free(w);
     }
 }
 
-static int start_op(gw_etcd *e, cJSON *txn, gw_etcd_write_cb cb,
-                    void *data) {
+static int start_op(gw_etcd *e, cJSON *txn, gw_etcd_write_cb cb, void *data) {
     write_op *w = calloc(1, sizeof *w);
     char *body = txn ? cJSON_PrintUnformatted(txn) : NULL;
     cJSON_Delete(txn);
@@ -149,15 +147,13 @@ static bool add_compare(cJSON *cmp, const char *key, int64_t rev) {
 }
 
 /* a put (value) or a delete (value NULL) of key */
-static bool add_op(cJSON *ops, const char *key, const char *value,
-                   size_t len) {
+static bool add_op(cJSON *ops, const char *key, const char *value, size_t len) {
     char *k = etcd_b64_encode(key, strlen(key));
     char *v = value ? etcd_b64_encode(value, len) : NULL;
     cJSON *o = cJSON_CreateObject();
     cJSON *r = cJSON_AddObjectToObject(o, value ? "request_put"
                                                 : "request_delete_range");
-    bool ok = k && (v || !value) && r &&
-              cJSON_AddStringToObject(r, "key", k) &&
+    bool ok = k && (v || !value) && r && cJSON_AddStringToObject(r, "key", k) &&
               (!value || cJSON_AddStringToObject(r, "value", v));
     free(k);
     free(v);
@@ -187,9 +183,9 @@ int gw_etcd_write_source(gw_etcd *e, const char *source, const char *json,
     return start_op(e, txn, cb, data);
 }
 
-int gw_etcd_write_instances(gw_etcd *e, const char *service,
-                            const cJSON *list, gw_etcd_write_cb cb,
-                            void *data, char *msg, size_t cap) {
+int gw_etcd_write_instances(gw_etcd *e, const char *service, const cJSON *list,
+                            gw_etcd_write_cb cb, void *data, char *msg,
+                            size_t cap) {
     cJSON *txn = cJSON_CreateObject();
     cJSON *cmp = cJSON_AddArrayToObject(txn, "compare");
     cJSON *ops = cJSON_AddArrayToObject(txn, "success");
@@ -201,8 +197,9 @@ int gw_etcd_write_instances(gw_etcd *e, const char *service,
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id");
         if (!cJSON_IsString(id) || !id->valuestring[0] ||
             strchr(id->valuestring, '/')) {
-            snprintf(msg, cap, "[%d].id: each instance needs an \"id\" "
-                               "(its etcd key), without '/'",
+            snprintf(msg, cap,
+                     "[%d].id: each instance needs an \"id\" "
+                     "(its etcd key), without '/'",
                      i);
             cJSON_Delete(txn);
             return -1;
@@ -225,23 +222,21 @@ int gw_etcd_write_instances(gw_etcd *e, const char *service,
         ok = add_compare(cmp, key, s->v[k].mod_revision);
         bool listed = false;
         for (const cJSON *it = list ? list->child : NULL; it; it = it->next)
-            listed |= strcmp(cJSON_GetObjectItemCaseSensitive(it, "id")
-                                 ->valuestring,
-                             s->v[k].id) == 0;
+            listed |=
+                strcmp(cJSON_GetObjectItemCaseSensitive(it, "id")->valuestring,
+                       s->v[k].id) == 0;
         if (ok && !listed)
             ok = add_op(ops, key, NULL, 0);
     }
     uv_mutex_unlock(&e->mu);
     /* an instance new to this gateway must be new to etcd too */
-    for (const cJSON *it = list ? list->child : NULL; ok && it;
-         it = it->next) {
+    for (const cJSON *it = list ? list->child : NULL; ok && it; it = it->next) {
         const char *id =
             cJSON_GetObjectItemCaseSensitive(it, "id")->valuestring;
         bool known = false;
         for (size_t k = 0; s && k < s->n; k++)
             known |= strcmp(s->v[k].id, id) == 0;
-        snprintf(key, sizeof key, "%sinstances/%s/%s", e->prefix, service,
-                 id);
+        snprintf(key, sizeof key, "%sinstances/%s/%s", e->prefix, service, id);
         if (!known)
             ok = add_compare(cmp, key, 0);
     }

@@ -34,12 +34,11 @@ int gw_etcd_write_source(gw_etcd *e, const char *source, const char *json,
  * of instance objects, each with its "id"): put each, delete the keys of
  * instances not in it. 0, or -1 (out of memory, an entry without an
  * "id": msg filled) and the callback is not called. */
-int gw_etcd_write_instances(gw_etcd *e, const char *service,
-                            const cJSON *list, gw_etcd_write_cb cb,
-                            void *data, char *msg, size_t cap);
+int gw_etcd_write_instances(gw_etcd *e, const char *service, const cJSON *list,
+                            gw_etcd_write_cb cb, void *data, char *msg,
+                            size_t cap);
 
 /* The full key of a source (PREFIX routes/<source>) into out. */
-void gw_etcd_source_key(gw_etcd *e, const char *source, char *out,
-                        size_t cap);
+void gw_etcd_source_key(gw_etcd *e, const char *source, char *out, size_t cap);
 
 #endif

@@ -19,9 +19,9 @@
 
 int gw_owner_check(const char *source, const char *service, char *msg,
                    size_t cap) {
-    const char *file = source ? gw_config_source_file(source)
-                              : service ? gw_config_service_file(service)
-                                        : NULL;
+    const char *file = source    ? gw_config_source_file(source)
+                       : service ? gw_config_service_file(service)
+                                 : NULL;
     if (!file || G.cfg.admin_overrides_files)
         return 0;
     snprintf(msg, cap,

@@ -42,8 +42,7 @@ typedef struct pending {
     uint64_t deadline; /* loop time (ms) */
 } pending;
 
-static void answer(pending *p, int status, int64_t revision,
-                   const char *msg) {
+static void answer(pending *p, int status, int64_t revision, const char *msg) {
     cJSON *j = cJSON_CreateObject();
     if (status != 200)
         cJSON_AddStringToObject(j, "error", msg);
@@ -69,8 +68,9 @@ static void on_applied_check(uv_timer_t *t) {
     if (!applied && uv_now(t->loop) < p->deadline)
         return;
     answer(p, 200, p->revision,
-           applied ? NULL : "applied by etcd; this gateway's watch has "
-                            "not delivered it yet");
+           applied ? NULL
+                   : "applied by etcd; this gateway's watch has "
+                     "not delivered it yet");
     uv_timer_stop(t);
     uv_close((uv_handle_t *)t, on_timer_closed);
 }
@@ -107,8 +107,8 @@ static pending *pending_new(httpd_conn *c, int ok_status, const char *what) {
  * without route `drop`. A malloc'd JSON array; NULL: out of memory. */
 static char *source_doc(const char *source, const cJSON *route,
                         const char *drop) {
-    const cJSON *rid = route ? cJSON_GetObjectItemCaseSensitive(route, "id")
-                             : NULL;
+    const cJSON *rid =
+        route ? cJSON_GetObjectItemCaseSensitive(route, "id") : NULL;
     const char *id = cJSON_IsString(rid) ? rid->valuestring : drop;
     cJSON *doc = cJSON_CreateArray();
     bool placed = false;
@@ -189,8 +189,8 @@ static void write_doc(httpd_conn *c, const char *source, char *doc,
     pending *p = pending_new(c, ok_status, what);
     if (p)
         gw_etcd_source_key(G.etcd, source, p->key, sizeof p->key);
-    if (!p || gw_etcd_write_source(G.etcd, source, doc, strlen(doc),
-                                   on_written, p)) {
+    if (!p ||
+        gw_etcd_write_source(G.etcd, source, doc, strlen(doc), on_written, p)) {
         free(p);
         gw_reply_error(c, 500, "out of memory");
     }
@@ -220,8 +220,9 @@ void gw_store_route(httpd_conn *c, const char *source, const char *id,
         if (!cJSON_IsObject(route) || !cJSON_IsString(rid) ||
             strcmp(rid->valuestring, id) != 0) {
             cJSON_Delete(route);
-            gw_reply_error(c, 400, "the route must be a JSON object whose \"id\" "
-                              "is the <id> of the URL");
+            gw_reply_error(c, 400,
+                           "the route must be a JSON object whose \"id\" "
+                           "is the <id> of the URL");
             return;
         }
     } else if (!route_in(source, id, NULL)) {
@@ -252,8 +253,8 @@ static void set_enabled(httpd_conn *c, const char *source, const char *id,
     write_doc(c, source, doc, 200, what);
 }
 
-static void put_instances(httpd_conn *c, const char *service,
-                          const char *body, size_t len, const char *what) {
+static void put_instances(httpd_conn *c, const char *service, const char *body,
+                          size_t len, const char *what) {
     /* checked as the router takes it: staged into a set never committed */
     sy_change_set *cs = NULL;
     sy_error err;
@@ -279,15 +280,15 @@ static void put_instances(httpd_conn *c, const char *service,
     cJSON_Delete(list);
 }
 
-bool gw_store_admin(httpd_conn *c, const char *method, char *const *seg,
-                    int ns, const char *body, size_t len) {
+bool gw_store_admin(httpd_conn *c, const char *method, char *const *seg, int ns,
+                    const char *body, size_t len) {
     if (!G.etcd)
         return false;
     /* a file's source or service stays the file's: with
      * --admin-overrides-files its override is kept here, not in etcd */
     bool inst = strcmp(seg[0], "instances") == 0;
-    if (ns >= 2 && (inst ? gw_config_service_file(seg[1])
-                         : gw_config_source_file(seg[1])))
+    if (ns >= 2 &&
+        (inst ? gw_config_service_file(seg[1]) : gw_config_source_file(seg[1])))
         return false;
     char what[256];
     bool del = strcmp(method, "DELETE") == 0;
@@ -307,13 +308,12 @@ bool gw_store_admin(httpd_conn *c, const char *method, char *const *seg,
                  del ? "remove" : "upsert", seg[1], seg[2]);
         gw_store_route(c, seg[1], seg[2], del ? NULL : body, len, 200, what);
     } else if (strcmp(seg[0], "routes") == 0 && ns == 4) {
-        snprintf(what, sizeof what, "admin: %s %s/%s", seg[3], seg[1],
-                 seg[2]);
+        snprintf(what, sizeof what, "admin: %s %s/%s", seg[3], seg[1], seg[2]);
         set_enabled(c, seg[1], seg[2], strcmp(seg[3], "enable") == 0, what);
     } else {
         gw_reply_error(c, 409,
-                  "with --etcd the routes live in etcd: roll back there "
-                  "(put the older document), every gateway follows");
+                       "with --etcd the routes live in etcd: roll back there "
+                       "(put the older document), every gateway follows");
     }
     return true;
 }

@@ -48,7 +48,7 @@ typedef struct sy__budget {
     bool exhausted;               /* a call was cut short by the pool */
     bool nomem; /* a call failed for memory: the request's answer is
                  * SY_ENOMEM, never "no route" (sets exhausted too) */
-    pcre2_match_context *mctx;    /* this context's own, limits set per call */
+    pcre2_match_context *mctx; /* this context's own, limits set per call */
 } sy__budget;
 
 /* Create the budget's match context from `g` (the match context's general

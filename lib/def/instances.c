@@ -7,8 +7,8 @@
  * sy_instance arrays ready for sy_router_set_instances. Everything lives
  * in one arena owned by the sy_instances object.
  */
-#include "def/def.h"
 #include "base/util.h"
+#include "def/def.h"
 
 #include <cJSON.h>
 #include <math.h>

@@ -17,7 +17,7 @@ typedef struct sy__pargs {
     const char *path;   /* the entry's JSON path */
     bool shortcut;      /* errors at the entry, the key in the message */
     sy_error *err;
-    uint64_t used;      /* bit i: args[i] was read (the first 64) */
+    uint64_t used; /* bit i: args[i] was read (the first 64) */
 } sy__pargs;
 
 /* Spring's relaxed binding: equal when equal ignoring case, '-' and '_'. */
@@ -35,8 +35,8 @@ int sy__parg_list(sy__pargs *p, const char *name,
  * known ones (`known`, for the message). */
 int sy__parg_unknown(sy__pargs *p, const char *known);
 /* An error at the field `key` (located as the entry's errors are). */
-int sy__parg_fail(sy__pargs *p, int code, const char *key, const char *fmt,
-                  ...) __attribute__((format(printf, 4, 5)));
+int sy__parg_fail(sy__pargs *p, int code, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* Typed reads: 0 and *out (unchanged when absent), or an error. */
 int sy__parg_int(sy__pargs *p, const char *name, int64_t min, int64_t max,
@@ -53,8 +53,8 @@ int sy__parg_status(sy__pargs *p, const char *name, int *out);
 bool sy__parg_enum_eq(const char *text, size_t len, const char *name);
 /* Split a comma list in place of a callback: calls fn for each trimmed,
  * non-empty item; stops at and returns its first non-zero result. */
-int sy__parg_each(const char *list, int (*fn)(void *data, const char *item,
-                                              size_t len),
+int sy__parg_each(const char *list,
+                  int (*fn)(void *data, const char *item, size_t len),
                   void *data);
 
 #endif

@@ -17,11 +17,10 @@
     "backoff.maxBackoff, backoff.factor, backoff.basedOnPreviousValue, "       \
     "jitter.randomFactor, timeout"
 
-static const char *const methods[] = {"GET",    "HEAD",    "POST",
-                                      "PUT",    "PATCH",   "DELETE",
-                                      "OPTIONS", "TRACE"};
-static const char *const series[] = {NULL,          "INFORMATIONAL",
-                                     "SUCCESSFUL",  "REDIRECTION",
+static const char *const methods[] = {"GET",   "HEAD",   "POST",    "PUT",
+                                      "PATCH", "DELETE", "OPTIONS", "TRACE"};
+static const char *const series[] = {NULL,           "INFORMATIONAL",
+                                     "SUCCESSFUL",   "REDIRECTION",
                                      "CLIENT_ERROR", "SERVER_ERROR"};
 /* Java exception classes SCG configurations name, and what they cover. */
 static const struct {
@@ -118,10 +117,9 @@ int sy__retry_compile(sy__pargs *p, struct sy_retry_policy *r) {
     int64_t retries = 3;
     int rc;
     if ((rc = sy__parg_int(p, "retries", 1, INT32_MAX, &retries, NULL)))
-        return rc == SY_ERANGE
-                   ? sy__parg_fail(p, SY_ERANGE, "retries",
-                                   "retries must be greater than 0")
-                   : rc;
+        return rc == SY_ERANGE ? sy__parg_fail(p, SY_ERANGE, "retries",
+                                               "retries must be greater than 0")
+                               : rc;
     r->retries = (uint32_t)retries;
     bool has;
     if ((rc = list(p, r, "statuses", add_status, &has)))

@@ -6,11 +6,11 @@
  * (stateful built-ins and host-registered filters, validated here).
  * The plan itself is computed in filter_plan.c.
  */
-#include "route/filter_int.h"
 #include "base/values.h"
 #include "policy/breaker.h"
 #include "policy/ratelimit.h"
 #include "policy/retry.h"
+#include "route/filter_int.h"
 
 #include <stdio.h>
 
@@ -414,8 +414,8 @@ static int compile_policy(sy__fc *c) {
     if (rc)
         return rc;
     const sy_filter_entry *en = &c->f->entry;
-    sy__pargs p = {en->args, en->arg_count, en->name, c->path,
-                   c->e->shortcut, c->err, 0};
+    sy__pargs p = {en->args,       en->arg_count, en->name, c->path,
+                   c->e->shortcut, c->err,        0};
     size_t size = c->f->id == SY_F_RETRY ? sizeof(struct sy_retry_policy)
                   : c->f->id == SY_F_REQUEST_RATE_LIMITER ? sizeof(sy__rl_cfg)
                                                           : sizeof(sy__brk_cfg);
@@ -557,8 +557,8 @@ int sy__filter_compile(const sy__def_entry *e, const sy__compile_env *env,
     for (size_t i = 0; !env->arena && i < e->arg_count; i++)
         text += 2 * (strlen(e->args[i].key) + strlen(e->args[i].value) + 2);
     sy__arena_init(&f->arena, env->alloc, text < 256 ? text : 256);
-    sy__fc c = {e, path, f, err, env->arena ? env->arena : &f->arena,
-                env->registry};
+    sy__fc c = {
+        e, path, f, err, env->arena ? env->arena : &f->arena, env->registry};
     int rc = compile_kind(&c);
     if (rc) {
         sy__filter_free(f, env->alloc);

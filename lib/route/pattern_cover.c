@@ -131,8 +131,7 @@ static bool included(const cover_side *ps, const cover_side *qs) {
     add_letters(&ls, qs->pat);
     pair seen[COVER_PAIRS_MAX];
     size_t nseen = 0, next = 0;
-    seen[nseen++] =
-        (pair){closure(ps->pat, 1u), closure(qs->pat, 1u)};
+    seen[nseen++] = (pair){closure(ps->pat, 1u), closure(qs->pat, 1u)};
     while (next < nseen) {
         pair cur = seen[next++];
         if (accepting(ps->pat, cur.p) && !accepting(qs->pat, cur.q))

@@ -145,7 +145,6 @@ int sy__pat_compile_mixed(sy__pattern *p, sy__re_env *env, sy__pelem *el,
     return SY_OK;
 }
 
-
 static void put_cap(sy__capture *caps, size_t *nc, sy_str name, sy_str v) {
     if (caps) {
         caps[*nc].name = name;

@@ -8,8 +8,7 @@
 
 bool sy__pred_patterns_cover(const sy__pred *q, const sy__pred *b, size_t only,
                              const sy__alloc *alloc) {
-    if (q->kind != b->kind ||
-        (q->kind != SY_PK_PATH && q->kind != SY_PK_HOST))
+    if (q->kind != b->kind || (q->kind != SY_PK_PATH && q->kind != SY_PK_HOST))
         return false;
     bool host = q->kind == SY_PK_HOST;
     size_t nb = sy__pred_npats(b), nq = sy__pred_npats(q);
@@ -20,9 +19,9 @@ bool sy__pred_patterns_cover(const sy__pred *q, const sy__pred *b, size_t only,
         bool in = false;
         for (size_t j = 0; j < nq && !in; j++) {
             const sy__pattern *qp = sy__pred_pat(q, j);
-            in = host ? sy__pattern_covers_host(qp, p, alloc)
-                      : sy__pattern_covers_path(qp, q->trailing, p,
-                                                b->trailing);
+            in = host
+                     ? sy__pattern_covers_host(qp, p, alloc)
+                     : sy__pattern_covers_path(qp, q->trailing, p, b->trailing);
         }
         if (!in)
             return false;

@@ -37,8 +37,8 @@ static void sy__svc_work_put(sy__svc_work *w, uint32_t idx) {
     sy__idtab_add(&w->ids, sy__idtab_hash(id, strlen(id)), idx);
 }
 
-static int sy__svc_apply_one(sy__svc_work *w, const sy_instance_delta *d, size_t i,
-                         sy_error *err) {
+static int sy__svc_apply_one(sy__svc_work *w, const sy_instance_delta *d,
+                             size_t i, sy_error *err) {
     sy__svc_where where = {true, i};
     char path[80];
     if (!d->instance.id || !*d->instance.id) {
@@ -169,9 +169,9 @@ int sy__service_diff_compute(const sy__alloc *a, const sy__service *from,
         uint32_t j = from ? sy__svc_match(to, i, from) : SY_NONE;
         if (j != SY_NONE)
             gone[j] = 0;
-        cls[i] = j == SY_NONE                                           ? 1
+        cls[i] = j == SY_NONE                                               ? 1
                  : sy__svc_inst_equal(&to->inst[i].pub, &from->inst[j].pub) ? 0
-                                                                        : 3;
+                                                                            : 3;
         cnt[cls[i]]++;
         bytes += cls[i] ? to->inst[i].idlen + 1 : 0;
     }

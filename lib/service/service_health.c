@@ -29,7 +29,8 @@ int sy__svc_health_init(sy__service *s) {
     size_t head = (sizeof(sy__svc_hblock) + 7) & ~(size_t)7;
     if (s->n == 0)
         return SY_OK;
-    sy__svc_hblock *b = sy__malloc(&s->alloc, head + s->n * sizeof(sy__svc_health));
+    sy__svc_hblock *b =
+        sy__malloc(&s->alloc, head + s->n * sizeof(sy__svc_health));
     if (!b)
         return SY_ENOMEM;
     atomic_init(&b->live, s->n);
@@ -107,7 +108,7 @@ static int64_t clock_now(const sy__select_params *p) {
 }
 
 bool sy__svc_health_ejected(const sy__svc_inst *in, const sy__select_params *p,
-                        int64_t *now) {
+                            int64_t *now) {
     int64_t until =
         atomic_load_explicit(&in->health->ejected_until, memory_order_relaxed);
     if (until == 0)
@@ -198,7 +199,8 @@ bool sy__service_report_outcome(const void *handle, sy_outcome outcome,
 void sy__service_health_of(const sy__service *s, size_t i, uint32_t *failures,
                            uint32_t *ejections, int64_t *ejected_until) {
     const sy__svc_health *h = i < s->n ? s->inst[i].health : NULL;
-    *failures = h ? atomic_load_explicit(&h->failures, memory_order_relaxed) : 0;
+    *failures =
+        h ? atomic_load_explicit(&h->failures, memory_order_relaxed) : 0;
     *ejections =
         h ? atomic_load_explicit(&h->ejections, memory_order_relaxed) : 0;
     *ejected_until =

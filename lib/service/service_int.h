@@ -65,7 +65,7 @@ typedef struct sy__svc_health {
     _Atomic uint32_t failures;     /* consecutive failed outcomes */
     _Atomic uint32_t ejections;    /* times ejected, for the growing time */
     _Atomic int64_t ejected_until; /* epoch ms; 0: not ejected */
-    sy__svc_hblock *block;             /* the block holding this record */
+    sy__svc_hblock *block;         /* the block holding this record */
 } sy__svc_health;
 
 typedef struct sy__svc_inst {
@@ -74,8 +74,8 @@ typedef struct sy__svc_inst {
     uint32_t idlen;  /* strlen of the id */
     const char *version, *zone, *hint;
     size_t version_len, zone_len, hint_len;
-    const char *authority; /* the Host header it expects (host[:port]) */
-    sy__svc_health *health;    /* never NULL once built */
+    const char *authority;  /* the Host header it expects (host[:port]) */
+    sy__svc_health *health; /* never NULL once built */
     const struct sy__service *owner;
 } sy__svc_inst;
 
@@ -142,7 +142,7 @@ struct sy__service {
     sy__svc_inst *inst;
     size_t n;
     size_t up;
-    sy__idtab ids;     /* id -> index into inst[] (idtab.h) */
+    sy__idtab ids;         /* id -> index into inst[] (idtab.h) */
     sy__svc_group *groups; /* sy__malloc'd */
     size_t ngroups, groups_cap;
     sy__svc_slot *map; /* sy__malloc'd */
@@ -186,9 +186,10 @@ static inline uint64_t sy__svc_gkey(uint32_t parent, char tag, uint64_t khash) {
 }
 
 /* The group (parent, tag, k), whose string hashes to kh, or SY_NONE. */
-static inline uint32_t sy__svc_group_find_h(const sy__service *s, uint32_t parent,
-                                        char tag, const char *k, size_t len,
-                                        uint64_t kh) {
+static inline uint32_t sy__svc_group_find_h(const sy__service *s,
+                                            uint32_t parent, char tag,
+                                            const char *k, size_t len,
+                                            uint64_t kh) {
     uint64_t h = sy__svc_gkey(parent, tag, kh);
     size_t mask = s->map_cap - 1, i = h & mask;
     for (;; i = (i + 1) & mask) {
@@ -205,7 +206,7 @@ static inline uint32_t sy__svc_group_find_h(const sy__service *s, uint32_t paren
 }
 
 static inline uint32_t sy__svc_group_find(const sy__service *s, uint32_t parent,
-                                      char tag, const char *k, size_t len) {
+                                          char tag, const char *k, size_t len) {
     return sy__svc_group_find_h(s, parent, tag, k, len, sy__svc_khash(k, len));
 }
 
@@ -218,7 +219,7 @@ static inline uint64_t sy__svc_vnodes(const sy__svc_inst *in) {
 
 /* Whether instance i of `a` and instance j of `b` have the same id. */
 static inline bool sy__svc_same_id(const sy__service *a, uint32_t i,
-                               const sy__service *b, uint32_t j) {
+                                   const sy__service *b, uint32_t j) {
     const sy__svc_inst *x = &a->inst[i], *y = &b->inst[j];
     return x->idh == y->idh && x->idlen == y->idlen &&
            memcmp(x->pub.id, y->pub.id, x->idlen) == 0;
@@ -232,15 +233,16 @@ static inline const char *sy__svc_inst_id(const void *ctx, uint32_t i) {
     return ((const sy__service *)ctx)->inst[i].pub.id;
 }
 
-static inline uint32_t sy__svc_match(const sy__service *s, size_t i, const sy__service *o) {
+static inline uint32_t sy__svc_match(const sy__service *s, size_t i,
+                                     const sy__service *o) {
     const sy__svc_inst *in = &s->inst[i];
     if (i < o->n && sy__svc_same_id(s, (uint32_t)i, o, (uint32_t)i))
         return (uint32_t)i;
     if (!o->ids.e)
         return SY_NONE;
     uint32_t pos;
-    return sy__idtab_find(&o->ids, in->pub.id, in->idlen, in->idh, sy__svc_inst_id,
-                          o, &pos);
+    return sy__idtab_find(&o->ids, in->pub.id, in->idlen, in->idh,
+                          sy__svc_inst_id, o, &pos);
 }
 
 /* Where an instance is in the caller's input: instances[i] of a list, or
@@ -257,8 +259,8 @@ void sy__svc_path(char *out, size_t cap, sy__svc_where w, const char *fmt, ...)
 int sy__svc_validate(const sy_instance *in, sy__svc_where w, sy_error *err);
 /* The group of `old` that corresponds to group g of `s` (same tags and
  * strings from the root), or SY_NONE. */
-static inline uint32_t sy__svc_counterpart(const sy__service *s, const sy__service *old,
-                         uint32_t g) {
+static inline uint32_t sy__svc_counterpart(const sy__service *s,
+                                           const sy__service *old, uint32_t g) {
     if (g == SY_NONE || g <= SVC_G_UNV)
         return g;
     const sy__svc_group *gr = &s->groups[g];
@@ -274,7 +276,8 @@ static inline uint32_t sy__svc_counterpart(const sy__service *s, const sy__servi
  * ring is built on first use (lock-free: racing builders publish one and
  * drop the others); if that fails for memory, the same owner is worked out
  * from the members' virtual nodes without a ring. No lock. */
-uint32_t sy__svc_ring_pick(const sy__service *s, const sy__svc_group *g, sy_str key);
+uint32_t sy__svc_ring_pick(const sy__service *s, const sy__svc_group *g,
+                           sy_str key);
 /* Give `dst` (not yet published) the rings its predecessor `src` had
  * built: shared where a group's members (ids, positions, weights) are
  * unchanged, made now where they changed (merged from the predecessor's
@@ -294,7 +297,7 @@ void sy__svc_health_release(const sy__alloc *a, sy__svc_inst *in);
 /* True when `in` is ejected at `*now` (read through the clock lazily: *now
  * is 0 until needed). */
 bool sy__svc_health_ejected(const sy__svc_inst *in, const sy__select_params *p,
-                        int64_t *now);
+                            int64_t *now);
 
 /* ---- balancing structures (service_select.c) ---- */
 

@@ -82,7 +82,7 @@ static uint64_t sy__svc_idh(const sy__svc_inst *in) {
 /* Ring order: by point, equal points (practically never) by a hash of
  * their id, so the ring does not depend on the order instances came in. */
 static bool sy__svc_point_less(const sy__service *s, uint64_t pa, uint32_t ia,
-                           uint64_t pb, uint32_t ib) {
+                               uint64_t pb, uint32_t ib) {
     if (pa != pb)
         return pa < pb;
     return sy__svc_idh(&s->inst[ia]) < sy__svc_idh(&s->inst[ib]);
@@ -99,7 +99,8 @@ static unsigned sy__svc_ring_bits(uint64_t total) {
     return bits;
 }
 
-static uint64_t sy__svc_members_vnodes(const sy__service *s, const sy__svc_group *g) {
+static uint64_t sy__svc_members_vnodes(const sy__service *s,
+                                       const sy__svc_group *g) {
     uint64_t v = 0;
     for (uint32_t k = 0; k < g->n; k++)
         v += sy__svc_vnodes(&s->inst[g->members[k]]);
@@ -115,8 +116,8 @@ static uint64_t sy__svc_members_vnodes(const sy__service *s, const sy__svc_group
  * finishes the order. `s` owns the instances tmp[].inst names.
  */
 static void sy__svc_points_place(const sy__service *s, const sy__svc_point *tmp,
-                             size_t n, uint64_t *points, uint32_t *inst,
-                             uint32_t *bucket, unsigned shift) {
+                                 size_t n, uint64_t *points, uint32_t *inst,
+                                 uint32_t *bucket, unsigned shift) {
     size_t nb = (size_t)1 << (64 - shift);
     memset(bucket, 0, (nb + 1) * sizeof *bucket);
     for (size_t i = 0; i < n; i++)
@@ -149,8 +150,8 @@ static void sy__svc_points_place(const sy__service *s, const sy__svc_point *tmp,
 
 /* Fill ring r (arrays allocated, r->n points, r->shift set) with the
  * virtual nodes of the members of g. `tmp` has room for r->n points. */
-static void sy__svc_ring_fill(const sy__service *s, const sy__svc_group *g, sy__svc_ring *r,
-                          sy__svc_point *tmp) {
+static void sy__svc_ring_fill(const sy__service *s, const sy__svc_group *g,
+                              sy__svc_ring *r, sy__svc_point *tmp) {
     size_t p = 0;
     for (uint32_t k = 0; k < g->n; k++) {
         const sy__svc_inst *in = &s->inst[g->members[k]];
@@ -253,7 +254,7 @@ static sy__svc_gring *sy__svc_gring_build(const sy__service *s, uint32_t g) {
 /* Sort n points of service s in ring order into pts[] (inst[] beside),
  * using scratch bucket space; false for memory. */
 static bool sy__svc_points_sort(const sy__service *s, const sy__svc_point *tmp,
-                            size_t n, uint64_t *pts, uint32_t *inst) {
+                                size_t n, uint64_t *pts, uint32_t *inst) {
     unsigned bits = sy__svc_ring_bits(n);
     uint32_t *bucket =
         sy__malloc(&s->alloc, (((size_t)1 << bits) + 1) * sizeof *bucket);
@@ -266,7 +267,7 @@ static bool sy__svc_points_sort(const sy__service *s, const sy__svc_point *tmp,
 
 /* Whether node (pa of a's instance ia) comes before (pb of b's ib). */
 static bool sy__svc_node_less(const sy__service *a, uint64_t pa, uint32_t ia,
-                          const sy__service *b, uint64_t pb, uint32_t ib) {
+                              const sy__service *b, uint64_t pb, uint32_t ib) {
     if (pa != pb)
         return pa < pb;
     return sy__svc_idh(&a->inst[ia]) < sy__svc_idh(&b->inst[ib]);
@@ -380,7 +381,7 @@ static bool merge_nodes(ring_merge *mg, sy__svc_point *tmp) {
 /* Phase 3: each node's place in the old ring: a coming node goes before
  * the first node after it; a going node is found where it is. */
 static bool merge_places(ring_merge *mg) {
-    const sy__svc_ring *or = mg->old;
+    const sy__svc_ring * or = mg->old;
     for (size_t e = 0; e < mg->nt; e++) {
         bool come = e < mg->nc;
         const sy__service *es = come ? mg->dst : mg->src;
@@ -388,10 +389,10 @@ static bool merge_places(ring_merge *mg) {
         uint32_t pi = mg->ni[e];
         size_t i = or->bucket[p >> or->shift];
         while (i < or->n &&
-               (come ? sy__svc_node_less(mg->src, or->points[i], or->inst[i],
-                                         es, p, pi)
-                     : or->points[i] < p ||
-                           (or->points[i] == p && or->inst[i] != pi)))
+                         (come ? sy__svc_node_less(mg->src, or->points[i],
+                                                   or->inst[i], es, p, pi)
+                               : or->points[i] < p ||
+                                     (or->points[i] == p && or->inst[i] != pi)))
             i++;
         mg->at[e] = (uint32_t)i;
         if (!come && !(i < or->n && or->points[i] == p))
@@ -405,7 +406,7 @@ static bool merge_places(ring_merge *mg) {
  * the pieces do not add up to `total` (cannot happen). */
 static bool merge_copy(const ring_merge *mg, sy__svc_ring *out,
                        uint64_t total) {
-    const sy__svc_ring *or = mg->old;
+    const sy__svc_ring * or = mg->old;
     size_t nc = mg->nc, nt = mg->nt;
     size_t i = 0, n = 0, c = 0, go = nc;
     for (;;) {
@@ -416,7 +417,7 @@ static bool merge_copy(const ring_merge *mg, sy__svc_ring *out,
             e = mg->at[go];
         if (e < i || n + (e - i) > total)
             return false;
-        memcpy(out->points + n, or->points + i, (e - i) * sizeof *or->points);
+        memcpy(out->points + n, or->points + i, (e - i) * sizeof * or->points);
         for (; i < e; i++) {
             uint32_t m = mg->to[or->inst[i]];
             if (m == SY_NONE)
@@ -442,7 +443,7 @@ static bool merge_copy(const ring_merge *mg, sy__svc_ring *out,
  * moved by the nodes that came and went before each (both lists sorted);
  * else built afresh. */
 static void merge_buckets(const ring_merge *mg, sy__svc_ring *out) {
-    const sy__svc_ring *or = mg->old;
+    const sy__svc_ring * or = mg->old;
     if (out->shift != or->shift) {
         sy__svc_ring_index(out);
         return;
@@ -461,8 +462,18 @@ static void merge_buckets(const ring_merge *mg, sy__svc_ring *out) {
 static sy__svc_gring *sy__svc_gring_merge(const sy__service *dst, uint32_t g,
                                           const sy__service *src, uint32_t o,
                                           const sy__svc_gring *r) {
-    ring_merge mg = {dst, src, &dst->groups[g], &src->groups[o], &r->ring,
-                     NULL, NULL, 0, 0, NULL, NULL, NULL};
+    ring_merge mg = {dst,
+                     src,
+                     &dst->groups[g],
+                     &src->groups[o],
+                     &r->ring,
+                     NULL,
+                     NULL,
+                     0,
+                     0,
+                     NULL,
+                     NULL,
+                     NULL};
     uint64_t total = sy__svc_members_vnodes(dst, mg.gr);
     if (r->base || total == 0 || total > UINT32_MAX ||
         sy__svc_dense(dst, g, total))
@@ -521,7 +532,8 @@ static const sy__svc_gring *sy__svc_ring_get(const sy__service *s, uint32_t g) {
 }
 
 /* The owner of the first node at or after h on ring gr (wrapping). */
-static inline uint32_t sy__svc_ring_lookup(const sy__svc_gring *gr, uint64_t h) {
+static inline uint32_t sy__svc_ring_lookup(const sy__svc_gring *gr,
+                                           uint64_t h) {
     const sy__svc_ring *r = gr->walk;
     size_t i = r->bucket[h >> r->shift];
     while (i < r->n && r->points[i] < h)
@@ -537,7 +549,7 @@ static inline uint32_t sy__svc_ring_lookup(const sy__svc_gring *gr, uint64_t h) 
 /* Without a ring: the member owning the first virtual node at or after h
  * (wrapping to the first node), in ring order. O(virtual nodes). */
 static uint32_t sy__svc_ring_scan(const sy__service *s, const sy__svc_group *g,
-                              uint64_t h) {
+                                  uint64_t h) {
     uint32_t best = SY_NONE, first = SY_NONE;
     uint64_t bp = 0, fp = 0;
     for (uint32_t k = 0; k < g->n; k++) {
@@ -562,16 +574,19 @@ static uint32_t sy__svc_ring_scan(const sy__service *s, const sy__svc_group *g,
 /* The first pick of a group whose ring is not built: build it (or, out
  * of memory, scan). Kept out of line so the common path stays short. */
 __attribute__((noinline)) static uint32_t
-sy__svc_ring_pick_slow(const sy__service *s, const sy__svc_group *g, uint64_t h) {
+sy__svc_ring_pick_slow(const sy__service *s, const sy__svc_group *g,
+                       uint64_t h) {
     const sy__svc_gring *gr = sy__svc_ring_get(s, (uint32_t)(g - s->groups));
     if (!gr)
         return sy__svc_ring_scan(s, g, h);
     return sy__svc_ring_lookup(gr, h);
 }
 
-uint32_t sy__svc_ring_pick(const sy__service *s, const sy__svc_group *g, sy_str key) {
+uint32_t sy__svc_ring_pick(const sy__service *s, const sy__svc_group *g,
+                           sy_str key) {
     uint64_t h = sy__hash64(key.ptr, key.len, SVC_HASH_SEED);
-    const sy__svc_gring *gr = atomic_load_explicit(g->ringp, memory_order_acquire);
+    const sy__svc_gring *gr =
+        atomic_load_explicit(g->ringp, memory_order_acquire);
     if (__builtin_expect(gr == NULL, 0))
         return sy__svc_ring_pick_slow(s, g, h);
     return sy__svc_ring_lookup(gr, h);
@@ -580,7 +595,7 @@ uint32_t sy__svc_ring_pick(const sy__service *s, const sy__svc_group *g, sy_str 
 /* Whether group g of a and group h of b have the same members at the same
  * positions with the same virtual nodes: then their rings are equal. */
 static bool sy__svc_same_members(const sy__service *a, uint32_t g,
-                             const sy__service *b, uint32_t h) {
+                                 const sy__service *b, uint32_t h) {
     const sy__svc_group *x = &a->groups[g], *y = &b->groups[h];
     if (x->n != y->n)
         return false;

@@ -32,7 +32,7 @@ typedef struct sy__svc_class {
  * practice: a small table finds them; many fall back to a sort. Returns
  * the class count, 0 for memory. */
 static size_t sy__svc_classes(sy__service *s, const uint64_t *w, uint32_t n,
-                          uint32_t *order, sy__svc_class **out) {
+                              uint32_t *order, sy__svc_class **out) {
     enum { FEW = 16 };
     uint64_t few[FEW];
     size_t nc = 0;
@@ -113,8 +113,8 @@ static size_t sy__svc_classes(sy__service *s, const uint64_t *w, uint32_t n,
  * above the step's winner, which the loop watches: it gives up (false,
  * nothing to undo but the classes) before any key could overflow.
  */
-static bool sy__svc_schedule_packed(sy__svc_group *g, sy__svc_class *cl, size_t nclass,
-                                const uint32_t *order) {
+static bool sy__svc_schedule_packed(sy__svc_group *g, sy__svc_class *cl,
+                                    size_t nclass, const uint32_t *order) {
     enum { MAXC = 16 };
     const int64_t two32 = (int64_t)1 << 32, W = (int64_t)g->total;
     int64_t key[MAXC], inc[MAXC];
@@ -156,7 +156,8 @@ static bool sy__svc_schedule_packed(sy__svc_group *g, sy__svc_class *cl, size_t 
  * class has given every member a turn. One class (equal weights): the
  * cycle is the members in order, so the schedule is the member array.
  */
-static int sy__svc_build_schedule(sy__service *s, sy__svc_group *g, const uint64_t *w) {
+static int sy__svc_build_schedule(sy__service *s, sy__svc_group *g,
+                                  const uint64_t *w) {
     uint64_t W = g->total;
     uint32_t n = g->n;
     uint32_t *order = sy__malloc(&s->alloc, (size_t)n * sizeof *order);
@@ -210,7 +211,8 @@ static int sy__svc_build_schedule(sy__service *s, sy__svc_group *g, const uint64
  * prob[k] and lends the rest to alias[k], so member k is drawn with
  * probability exactly w_k / W in O(1): one bucket draw, one threshold.
  */
-static int sy__svc_build_alias(sy__service *s, sy__svc_group *g, const uint64_t *w) {
+static int sy__svc_build_alias(sy__service *s, sy__svc_group *g,
+                               const uint64_t *w) {
     uint32_t n = g->n;
     uint64_t W = g->total;
     uint64_t *left = sy__calloc(&s->alloc, n, sizeof *left);
@@ -338,7 +340,8 @@ static uint32_t sy__svc_pick_rr(const sy__svc_group *g) {
     uint64_t c = atomic_fetch_add_explicit(&g->rr->v, 1, memory_order_relaxed);
     if (g->sched)
         return g->sched[c % g->total];
-    uint64_t pos = (uint64_t)(((sy__svc_u128)(c % g->total) * g->step) % g->total);
+    uint64_t pos =
+        (uint64_t)(((sy__svc_u128)(c % g->total) * g->step) % g->total);
     return sy__svc_cum_pick(g, pos);
 }
 
@@ -353,7 +356,8 @@ static uint32_t sy__svc_pick_random(const sy__svc_group *g, uint64_t seed) {
 /* Whether instance i may be chosen: not excluded, and (unless `panic`)
  * not ejected. */
 static bool sy__svc_eligible(const sy__service *s, uint32_t i,
-                         const sy__select_params *p, bool panic, int64_t *now) {
+                             const sy__select_params *p, bool panic,
+                             int64_t *now) {
     const sy__svc_inst *in = &s->inst[i];
     for (size_t k = 0; k < p->exclude_count; k++)
         if (p->exclude[k] && strcmp(p->exclude[k], in->pub.id) == 0)
@@ -364,8 +368,8 @@ static bool sy__svc_eligible(const sy__service *s, uint32_t i,
 /* The first eligible member of g or of its enclosing groups, starting
  * after `from` so retries spread; SY_NONE when there is none. */
 static uint32_t sy__svc_next_eligible(const sy__service *s, uint32_t g,
-                                  uint32_t from, const sy__select_params *p,
-                                  bool panic, int64_t *now) {
+                                      uint32_t from, const sy__select_params *p,
+                                      bool panic, int64_t *now) {
     for (; g != SY_NONE; g = s->groups[g].parent) {
         const sy__svc_group *gr = &s->groups[g];
         uint32_t start = 0;

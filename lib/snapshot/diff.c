@@ -4,8 +4,8 @@
  * list; the diff owns copies of every id it reports.
  */
 #include "snapshot/diff.h"
-#include "def/def.h"
 #include "base/idtab.h"
+#include "def/def.h"
 
 #include "snapshot/snapshot.h"
 

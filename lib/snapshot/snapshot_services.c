@@ -27,14 +27,14 @@ size_t sy_snapshot_instance_count(const sy_snapshot *h, size_t service) {
     return svc ? sy__service_count(svc) : 0;
 }
 
-int sy_snapshot_instance_health(const sy_snapshot *h, size_t service,
-                                size_t i, sy_instance_health *out) {
+int sy_snapshot_instance_health(const sy_snapshot *h, size_t service, size_t i,
+                                sy_instance_health *out) {
     const struct sy__service *svc = service_at(h, service);
     const sy_instance *in = svc ? sy__service_instance(svc, i) : NULL;
     if (!in || !out)
         return SY_EINVAL;
     out->instance = in;
-    sy__service_health_of(svc, i, &out->consecutive_failures,
-                          &out->ejections, &out->ejected_until_ms);
+    sy__service_health_of(svc, i, &out->consecutive_failures, &out->ejections,
+                          &out->ejected_until_ms);
     return SY_OK;
 }

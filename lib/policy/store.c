@@ -137,53 +137,42 @@ sy__bucket *sy__store_bucket(sy_policy_store *st, uint64_t key,
 /* Walk key's probe chain (lock-free): its entry, or NULL at the chain's
  * end (an empty entry, or the whole table). *free_at, unless NULL: the
  * first freed or empty entry passed, where a claim would go. */
-static sy__brk *brk_find(sy_policy_store *st, uint64_t key, sy__brk **free_at) {
+/* The entry of key (its index in *index when found and index is not
+ * NULL), or NULL; with free_at, the first free or tombstoned entry on the
+ * way too (where a claim would go). */
+static sy__brk *brk_find(sy_policy_store *st, uint64_t key, sy__brk **free_at,
+                         uint32_t *index) {
     sy__brk *t = sy__store_brks(st);
-    uint32_t mask = st->breakers - 1;
-    /* the probe steps a pointer, wrapping at the table's end: a long
-     * probe (a full table) costs a few instructions an entry */
-    sy__brk *b = &t[home_of(key, st->breakers)], *end = t + mask + 1;
+    uint32_t mask = st->breakers - 1, j = home_of(key, st->breakers);
     if (free_at)
         *free_at = NULL;
-    for (uint32_t i = 0; i <= mask; i++) {
-        uint64_t k = atomic_load_explicit(&b->key, memory_order_acquire);
-        if (k == key)
-            return b;
+    for (uint32_t i = 0; i <= mask; i++, j = (j + 1) & mask) {
+        uint64_t k = atomic_load_explicit(&t[j].key, memory_order_acquire);
+        if (k == key) {
+            if (index)
+                *index = j;
+            return &t[j];
+        }
         if ((k == 0 || k == SY_BRK_TOMB) && free_at && !*free_at)
-            *free_at = b;
+            *free_at = &t[j];
         if (k == 0)
             return NULL;
-        if (++b == end)
-            b = t;
     }
     return NULL;
 }
 
 sy__brk *sy__store_breaker(sy_policy_store *st, uint64_t key) {
-    return brk_find(st, key, NULL);
+    return brk_find(st, key, NULL, NULL);
 }
 
 sy__brk *sy__store_breaker_at(sy_policy_store *st, uint64_t key,
                               uint32_t *index) {
-    /* brk_find's walk without its claim bookkeeping, stepping the index
-     * (the permit keeps it: no pointer difference to divide) */
-    sy__brk *t = sy__store_brks(st);
-    uint32_t mask = st->breakers - 1, j = home_of(key, st->breakers);
-    for (uint32_t i = 0; i <= mask; i++, j = (j + 1) & mask) {
-        uint64_t k = atomic_load_explicit(&t[j].key, memory_order_acquire);
-        if (k == key) {
-            *index = j;
-            return &t[j];
-        }
-        if (k == 0)
-            return NULL;
-    }
-    return NULL;
+    return brk_find(st, key, NULL, index);
 }
 
 bool sy__store_breaker_room(sy_policy_store *st, uint64_t key) {
     sy__brk *fr;
-    return brk_find(st, key, &fr) || fr;
+    return brk_find(st, key, &fr, NULL) || fr;
 }
 
 /* Process `pid` (a lock holder, an owner slot's) is gone: kill(pid, 0)
@@ -327,10 +316,10 @@ sy__brk *sy__store_breaker_hold(sy_policy_store *st, uint64_t key, int owner) {
     if (owner < 0 || owner >= (int)SY_STORE_OWNERS)
         return NULL;
     sy__store_brk_lock(st);
-    sy__brk *fr, *b = brk_find(st, key, &fr);
+    sy__brk *fr, *b = brk_find(st, key, &fr, NULL);
     if (!b && !fr) { /* full: the entries of owners gone may be free */
         owners_reap(st);
-        b = brk_find(st, key, &fr);
+        b = brk_find(st, key, &fr, NULL);
     }
     if (!b && fr) {
         /* no reader reaches a free entry: reset it, then publish the key */
@@ -361,7 +350,7 @@ void sy__store_breaker_drop(sy_policy_store *st, uint64_t key, int owner) {
     if (owner < 0 || owner >= (int)SY_STORE_OWNERS)
         return;
     sy__store_brk_lock(st);
-    sy__brk *b = brk_find(st, key, NULL);
+    sy__brk *b = brk_find(st, key, NULL, NULL);
     if (b) {
         atomic_fetch_and_explicit(&sy__store_users(st, b)[owner / 64],
                                   ~(1ull << (owner % 64)),

@@ -51,7 +51,27 @@ void gw_access_log_close(void) {
 
 /* ---- the ring of recent requests ---- */
 
-static gw_recent ring[GW_RECENT_MAX];
+/* A ring slot holds its request packed from the slot's start: the five
+ * strings, then each header as its two lengths, name and value. A request
+ * writes one or two cache lines of its slot where a gw_recent's fields,
+ * each at its own offset in ~3 KB, took ~8 scattered lines: with 256 slots
+ * those lines are cold when their turn comes, and their misses cost ~5 %
+ * of a proxied request's CPU. gw_recent_copy unpacks a slot into the
+ * gw_recent the admin's dry run reads; every string is cut where put()
+ * cut it before (its gw_recent field's size less its NUL), so the copy is
+ * the same. */
+enum { F_METHOD, F_HOST, F_PATH, F_QUERY, F_REMOTE, F_N };
+#define HDR_DATA (sizeof((gw_recent *)0)->hbuf)
+#define SLOT_DATA                                                              \
+    (sizeof((gw_recent *)0)->method + sizeof((gw_recent *)0)->host +           \
+     sizeof((gw_recent *)0)->path + sizeof((gw_recent *)0)->query +            \
+     sizeof((gw_recent *)0)->remote + HDR_DATA + 4 * GW_RECENT_HEADERS)
+typedef struct slot {
+    _Alignas(64) uint16_t len[F_N], nh;
+    char data[SLOT_DATA];
+} slot;
+
+static slot ring[GW_RECENT_MAX];
 static size_t ring_next, ring_count;
 static uv_mutex_t ring_lock;
 static uv_once_t ring_once = UV_ONCE_INIT;
@@ -60,48 +80,76 @@ static void ring_init(void) {
     uv_mutex_init(&ring_lock);
 }
 
-static void put(char *dst, size_t cap, sy_str s) {
+/* s at data + *o, cut to cap - 1 bytes (the gw_recent field's room). */
+static void put(slot *e, size_t *o, int f, sy_str s, size_t cap) {
     size_t n = s.len < cap - 1 ? s.len : cap - 1;
     if (n)
-        memcpy(dst, s.ptr, n);
-    dst[n] = '\0';
+        memcpy(e->data + *o, s.ptr, n);
+    e->len[f] = (uint16_t)n;
+    *o += n;
 }
 
-/* Written into its ring slot under the lock (no ~3 KB entry cleared and
- * copied per request): every string is NUL-ended by put(), and only the
- * first nh header slots and their bytes in hbuf are read. */
 static void remember(const gw_request *q) {
     const sy_request *r = q->forwards ? &q->client_req : &q->sreq;
+    const gw_recent *k = NULL; /* for the fields' sizes only */
     uv_once(&ring_once, ring_init);
     uv_mutex_lock(&ring_lock);
-    gw_recent *e = &ring[ring_next];
-    put(e->method, sizeof e->method, r->method);
-    put(e->host, sizeof e->host, r->host);
-    put(e->path, sizeof e->path, r->path);
-    put(e->query, sizeof e->query, r->query);
-    put(e->remote, sizeof e->remote, r->remote_addr);
+    slot *e = &ring[ring_next];
     size_t o = 0;
+    put(e, &o, F_METHOD, r->method, sizeof k->method);
+    put(e, &o, F_HOST, r->host, sizeof k->host);
+    put(e, &o, F_PATH, r->path, sizeof k->path);
+    put(e, &o, F_QUERY, r->query, sizeof k->query);
+    put(e, &o, F_REMOTE, r->remote_addr, sizeof k->remote);
+    size_t hb = 0; /* the headers' bytes as gw_recent's hbuf counts them */
     e->nh = 0;
     for (size_t i = 0; i < r->header_count && e->nh < GW_RECENT_HEADERS; i++) {
         sy_header h = r->headers[i];
-        if (o + h.name.len + h.value.len + 2 > sizeof e->hbuf)
+        if (hb + h.name.len + h.value.len + 2 > HDR_DATA)
             break;
-        if (h.name.len)
-            memcpy(e->hbuf + o, h.name.ptr, h.name.len);
-        e->hname[e->nh] = (uint16_t)o;
-        e->hname_len[e->nh] = (uint16_t)h.name.len;
-        o += h.name.len;
-        if (h.value.len)
-            memcpy(e->hbuf + o, h.value.ptr, h.value.len);
-        e->hval[e->nh] = (uint16_t)o;
-        e->hval_len[e->nh] = (uint16_t)h.value.len;
-        o += h.value.len;
+        uint16_t nl = (uint16_t)h.name.len, vl = (uint16_t)h.value.len;
+        memcpy(e->data + o, &nl, 2);
+        memcpy(e->data + o + 2, &vl, 2);
+        o += 4;
+        if (nl)
+            memcpy(e->data + o, h.name.ptr, nl);
+        o += nl;
+        if (vl)
+            memcpy(e->data + o, h.value.ptr, vl);
+        o += vl;
+        hb += (size_t)nl + vl;
         e->nh++;
     }
     ring_next = (ring_next + 1) % GW_RECENT_MAX;
     if (ring_count < GW_RECENT_MAX)
         ring_count++;
     uv_mutex_unlock(&ring_lock);
+}
+
+/* A slot as the gw_recent it stands for. */
+static void unpack(const slot *e, gw_recent *d) {
+    char *dst[F_N] = {d->method, d->host, d->path, d->query, d->remote};
+    size_t o = 0;
+    for (int f = 0; f < F_N; f++) {
+        memcpy(dst[f], e->data + o, e->len[f]);
+        dst[f][e->len[f]] = '\0';
+        o += e->len[f];
+    }
+    size_t hb = 0;
+    d->nh = e->nh;
+    for (size_t i = 0; i < e->nh; i++) {
+        uint16_t nl, vl;
+        memcpy(&nl, e->data + o, 2);
+        memcpy(&vl, e->data + o + 2, 2);
+        o += 4;
+        d->hname[i] = (uint16_t)hb;
+        d->hname_len[i] = nl;
+        memcpy(d->hbuf + hb, e->data + o, (size_t)nl + vl);
+        d->hval[i] = (uint16_t)(hb + nl);
+        d->hval_len[i] = vl;
+        hb += (size_t)nl + vl;
+        o += (size_t)nl + vl;
+    }
 }
 
 size_t gw_recent_copy(gw_recent *out, size_t max) {
@@ -111,7 +159,7 @@ size_t gw_recent_copy(gw_recent *out, size_t max) {
     /* oldest first */
     size_t first = (ring_next + GW_RECENT_MAX - ring_count) % GW_RECENT_MAX;
     for (size_t i = 0; i < n; i++)
-        out[i] = ring[(first + ring_count - n + i) % GW_RECENT_MAX];
+        unpack(&ring[(first + ring_count - n + i) % GW_RECENT_MAX], &out[i]);
     uv_mutex_unlock(&ring_lock);
     return n;
 }

@@ -192,6 +192,17 @@ def body(procs, c):
     c.ok(("/echo/a", "echo", None) in moved, "impact: /echo/a loses its route")
     c.eq(dr["shadowed"], [],
          "after the change no route is shadowed (users now ranks first)")
+    # the replay carries each request's headers, Host, method and address:
+    # echo narrowed to the first request's tracestate keeps /echo/a only
+    doc4 = json.loads(routes_doc(bport, "4"))
+    doc4["routes"][2]["predicates"] += [
+        "Header=tracestate, vendor=x", "Host=127.0.0.1",
+        "Method=GET", "RemoteAddr=127.0.0.1"]
+    st, _, data = gw.admin_call("PUT", "/routes/ops?dry_run=1", doc4)
+    c.eq(sorted((x["url"], x["old_route"], x["new_route"])
+                for x in json.loads(data)["impact"]["changed"]),
+         [("/echo/b", "echo", None), ("/echo/c", "echo", None)],
+         "the impact replays the requests' headers, Host, method, address")
     c.ok("the file %s" % routes in dr.get("put_refused", ""),
          "a file's source: previewed, and the answer says the real PUT is "
          "refused, naming the file: %r" % dr.get("put_refused"))

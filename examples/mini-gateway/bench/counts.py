@@ -33,6 +33,18 @@ then run below saturation, where each request pays its own wakeups.
 --pipeline 1,8 measures the gateway at each --upstream-pipeline depth
 (rows `gw` for 1, `gw-p8` for 8: requests pipelined to the backend).
 
+--ab ROUNDS reads what a policy costs by CPU time with everything else
+held equal: one gateway serving three routes, `/p/` (no policy), `/l/`
+(the `limit` route's limiter) and `/b/` (the `breaker` route's breaker),
+and plain wrk loading them in turn for --duration seconds a phase (p l p
+b, ROUNDS times, then p), each phase's CPU per request the process's
+scheduler run time over the requests served. Each policy phase is read
+against the mean of the two no-policy phases beside it, and the median
+of those ratios printed: the same process, backend, connections and
+machine moment, so neither the order of the cases nor a process's
+placement on the cores moves the ratio (as it moves run.sh's, which
+starts a gateway per case).
+
 A benchmark: it prints figures and asserts nothing.
 """
 import argparse
@@ -293,6 +305,53 @@ def measure_perf(args, px, path):
     return n, per, (t1 - t0) * 1e6 / hz / n
 
 
+def measure_ab(args, w, bp):
+    """--ab: the policy routes against the no-policy route in one gateway,
+    phases alternating (see the module's text)."""
+    up = "http://127.0.0.1:%d" % bp
+    d = json.load(open(os.path.join(w, "limit.json")))["routes"][0]
+    lim = d["filters"][0]
+    brk = json.load(open(os.path.join(w, "breaker.json")))["routes"][0][
+        "filters"][0]
+    json.dump({"version": "1", "routes": [
+        {"id": "p", "uri": up, "predicates": ["Path=/p/**"]},
+        {"id": "l", "uri": up, "predicates": ["Path=/l/**"],
+         "filters": [lim]},
+        {"id": "b", "uri": up, "predicates": ["Path=/b/**"],
+         "filters": [brk]}]}, open(os.path.join(w, "ab.json"), "w"))
+    px = Proxy(args, w, "gw", "ab", bp)
+    px.args_callgrind = False
+    px.start()
+    seq = []
+    try:
+        pid = px.pid()
+        wrk(args, px.port, 2000, "p/x")  # warm: pools, caches
+        order = ["p", "l", "p", "b"] * args.ab + ["p"]
+        for k in order:
+            c0, r0 = px.served(), proc_runtime(pid)
+            subprocess.run(["wrk", "-t1", "-c%d" % args.connections,
+                            "-d%ds" % args.duration,
+                            "http://127.0.0.1:%d/%s/x" % (px.port, k)],
+                           capture_output=True, check=True)
+            r1, c1 = proc_runtime(pid), px.served()
+            seq.append((k, (r1 - r0) / 1e3 / (c1 - c0)))
+            print("  %s %6.2f us/req  (%d requests, load %s)" % (
+                k, seq[-1][1], c1 - c0,
+                open("/proc/loadavg").read().split()[0]), flush=True)
+    finally:
+        px.stop()
+    rat = {"l": [], "b": []}
+    for i in range(1, len(seq) - 1):
+        k, v = seq[i]
+        if k in rat:
+            rat[k].append(v / ((seq[i - 1][1] + seq[i + 1][1]) / 2))
+    for k, name in (("l", "local limit"), ("b", "breaker")):
+        xs = sorted(rat[k])
+        print("ab %-12s / no policy: CPU per request, median %.3f of %d "
+              "(%s)" % (name, xs[len(xs) // 2], len(xs),
+                        " ".join("%.2f" % x for x in xs)), flush=True)
+
+
 def measure_callgrind(args, px, path):
     wrk(args, px.port, 500, path)  # warm (slowly, under valgrind)
     c0 = px.served()
@@ -332,6 +391,9 @@ def main():
     ap.add_argument("--cpu", type=int, default=0, metavar="ROUNDS",
                     help="only CPU per request under plain wrk, ROUNDS "
                     "rounds of each case, proxies alternating")
+    ap.add_argument("--ab", type=int, default=0, metavar="ROUNDS",
+                    help="only the policy routes against the no-policy "
+                    "route in one gateway, wrk phases alternating")
     ap.add_argument("--duration", type=int, default=10)
     ap.add_argument("--pipeline", default="1", metavar="N[,N...]",
                     help="the gateway at each --upstream-pipeline depth "
@@ -411,6 +473,9 @@ LOCS
         print("load %s; n=%d (callgrind %d), wrk -t1 -c%d" % (
             open("/proc/loadavg").read().split()[:3], args.n, args.cn,
             args.connections), flush=True)
+        if args.ab:
+            measure_ab(args, w, bp)
+            return
         if args.cpu:
             for r in range(args.cpu):
                 for case in args.cases.split(","):

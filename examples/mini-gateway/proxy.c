@@ -698,6 +698,26 @@ void gw_request_proceed(gw_request *q, sy_match *m) {
     gw_upstream_start(q);
 }
 
+/* An origin-form target (RFC 9112 3.2.1: "/path?query#fragment", what
+ * clients send to a gateway) split as http_parser_parse_url splits it: the
+ * path up to the first '?' or '#', the query after that '?' up to the next
+ * '#', an empty query not set. Its bytes were checked one by one by
+ * http_parser_execute (the same per-character rule), so this saves only
+ * parse_url's second pass over them (~300 instructions a request). */
+static void split_origin_form(const char *url, size_t len, sy_request *r) {
+    size_t i = 0;
+    while (i < len && url[i] != '?' && url[i] != '#')
+        i++;
+    r->path = (sy_str){url, i};
+    if (i < len && url[i] == '?') {
+        size_t q = ++i;
+        while (i < len && url[i] != '#')
+            i++;
+        if (i > q)
+            r->query = (sy_str){url + q, i - q};
+    }
+}
+
 static void request_begin(gw_client *c) {
     gw_worker *w = c->w;
     gw_request *q = request_get();
@@ -743,23 +763,27 @@ static void request_begin(gw_client *c) {
     }
     struct http_parser_url u;
     http_parser_url_init(&u);
-    if (!c->url || http_parser_parse_url(c->url, c->url_len,
-                                         p->method == HTTP_CONNECT, &u)) {
-        respond_error(q, 400, "bad request target");
-        return;
+    if (c->url && c->url_len && c->url[0] == '/') {
+        split_origin_form(c->url, c->url_len, r);
+    } else {
+        if (!c->url || http_parser_parse_url(c->url, c->url_len,
+                                             p->method == HTTP_CONNECT, &u)) {
+            respond_error(q, 400, "bad request target");
+            return;
+        }
+        if (u.field_set & (1 << UF_PATH))
+            r->path = (sy_str){c->url + u.field_data[UF_PATH].off,
+                               u.field_data[UF_PATH].len};
+        else
+            r->path = (sy_str){"/", 1};
+        if (r->path.ptr[0] != '/') {
+            respond_error(q, 400, "bad request target");
+            return;
+        }
+        if (u.field_set & (1 << UF_QUERY))
+            r->query = (sy_str){c->url + u.field_data[UF_QUERY].off,
+                                u.field_data[UF_QUERY].len};
     }
-    if (u.field_set & (1 << UF_PATH))
-        r->path = (sy_str){c->url + u.field_data[UF_PATH].off,
-                           u.field_data[UF_PATH].len};
-    else
-        r->path = (sy_str){"/", 1};
-    if (r->path.ptr[0] != '/') {
-        respond_error(q, 400, "bad request target");
-        return;
-    }
-    if (u.field_set & (1 << UF_QUERY))
-        r->query = (sy_str){c->url + u.field_data[UF_QUERY].off,
-                            u.field_data[UF_QUERY].len};
     size_t hosts = 0;
     for (size_t i = 0; i < c->nh; i++)
         if (name_is(c->hdrs[i].name, "host") && hosts++ == 0)

@@ -585,7 +585,7 @@ START_TEST(redis_batch_reply_gives_each_draw_its_own_decision) {
         ck_assert_int_eq(rl.remaining, want[i]);
     }
     ck_assert_ptr_nonnull(
-        strstr(sy_ratelimit_redis_batch_script(), "return out"));
+        strstr(sy_ratelimit_redis_batch_script(), "return { allowed, left }"));
 }
 END_TEST
 

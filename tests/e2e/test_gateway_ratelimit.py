@@ -10,7 +10,8 @@ as SCG's script would; a gateway's batches and another's single calls
 (SCG's script) draw from one bucket in turn; the batch script's reply of
 two numbers (how many draws allowed, the tokens left) against N runs of
 SCG's script on the same bucket (running out mid-batch, ttl 0, requested
-tokens > 1)."""
+tokens > 1); both scripts against SCG's lines written out
+(ratelimit_ref.py) over sequences with time steps and edge values."""
 import http.client
 import json
 import shutil
@@ -19,6 +20,7 @@ import sys
 import time
 
 import gwharness as h
+import ratelimit_ref
 
 LIMIT = {"name": "RequestRateLimiter", "args": {
     "redis-rate-limiter.replenishRate": "1",
@@ -251,6 +253,7 @@ def redis_batches(procs, c, be):
          % (batch_sha, single_sha))
     if batch_sha and single_sha:
         batch_equals_runs(c, rport, batch_sha, single_sha)
+        ratelimit_ref.compare(c, rport, single_sha, batch_sha)
 
 
 # (rate, capacity, requested, tokens, timestamp, now, N): tokens and

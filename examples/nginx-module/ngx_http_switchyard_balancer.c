@@ -582,11 +582,79 @@ static void sw_save_session(ngx_peer_connection_t *pc, void *data) {
 }
 #endif
 
+/* The form without variables, `proxy_pass http://UPSTREAM;`: nginx built
+ * the request line with the client's URI before it asks the balancer
+ * (ngx_http_upstream_init_request runs create_request, then peer.init),
+ * and evaluates no variable, parses no URL and searches no upstream block
+ * by name per request. The route's path and query replace that URI here,
+ * as the variable form would send them (an empty one leaves nginx's, one
+ * that starts with '?' gets a '/' before it, as ngx_http_proxy_eval
+ * does). The line is the proxy's method, a space, the URI and " HTTP/1.0"
+ * or " HTTP/1.1" CRLF, first in the header buffer. A URI no longer than
+ * the old one is written in place, ending where the old one ended, and
+ * the buffer then starts at the method moved before it (no allocation, no
+ * buffer added to the chain: each costs nginx's output chain more than
+ * the copy); a longer one gets the buffer copied. A retry resends the
+ * buffer from its start (ngx_http_upstream_reinit): the new line. */
+static ngx_int_t sw_request_line(ngx_http_request_t *r, sw_req_ctx_t *ctx) {
+    ngx_chain_t *cl = r->upstream->request_bufs;
+    ngx_buf_t *b = cl ? cl->buf : NULL;
+    const size_t vlen = sizeof(" HTTP/1.1\r\n") - 1;
+    u_char *eol = NULL, *sp = NULL, *ver = NULL, *p;
+    size_t mlen, slash, nlen;
+
+    if (ctx->uri.len == 0)
+        return NGX_OK;
+    if (b && !b->in_file && b->pos && b->last > b->pos) {
+        eol = memchr(b->pos, '\n', b->last - b->pos);
+        sp = eol ? memchr(b->pos, ' ', eol - b->pos) : NULL;
+    }
+    if (sp && (size_t)(eol + 1 - sp) > vlen) {
+        ver = eol + 1 - vlen;
+        if (ngx_strncmp(ver, " HTTP/1.", 8) != 0)
+            ver = NULL;
+    }
+    if (ver == NULL) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "switchyard_balancer: route \"%V\": the upstream "
+                      "request has no request line to send the route's "
+                      "path in (a proxy_pass without variables): answering "
+                      "500",
+                      &ctx->route);
+        return NGX_ERROR;
+    }
+    mlen = sp + 1 - b->pos; /* "GET " */
+    slash = ctx->uri.data[0] == '?';
+    nlen = slash + ctx->uri.len;
+    if (nlen <= (size_t)(ver - (sp + 1))) {
+        p = ver - nlen;
+        ngx_memcpy(p + slash, ctx->uri.data, ctx->uri.len);
+        if (slash)
+            *p = '/';
+        ngx_memmove(p - mlen, b->pos, mlen);
+        b->start = b->pos = p - mlen;
+        return NGX_OK;
+    }
+    p = ngx_pnalloc(r->pool, mlen + nlen + (b->last - ver));
+    if (p == NULL)
+        return NGX_ERROR;
+    b->start = p;
+    p = ngx_cpymem(p, b->pos, mlen);
+    if (slash)
+        *p++ = '/';
+    p = ngx_cpymem(p, ctx->uri.data, ctx->uri.len);
+    p = ngx_cpymem(p, ver, b->last - ver);
+    b->pos = b->start;
+    b->last = b->end = p;
+    return NGX_OK;
+}
+
 static ngx_int_t sw_init_peer(ngx_http_request_t *r,
                               ngx_http_upstream_srv_conf_t *us) {
     sw_req_ctx_t *ctx = ngx_http_get_module_ctx(r, ngx_http_switchyard_module);
     ngx_http_upstream_t *u = r->upstream;
     sw_peer_t *p;
+    bool bare;
 
     if (ctx == NULL || ctx->kind != SW_CTX_REQUEST || ctx->upstream.len == 0) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
@@ -599,20 +667,25 @@ static ngx_int_t sw_init_peer(ngx_http_request_t *r,
     /* run or refuse: the request line and the Host come from the location
      * (proxy_pass, proxy_set_header), evaluated before this; one that
      * does not send $switchyard_uri and $switchyard_host would send the
-     * client's path and another Host, the route's filters ignored */
-    if (!ctx->uri_read || !ctx->host_read) {
+     * client's path and another Host, the route's filters ignored. A
+     * proxy_pass without variables (u->resolved not made) has its path
+     * and query set here. */
+    bare = u->resolved == NULL;
+    if ((!bare && !ctx->uri_read) || !ctx->host_read) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "switchyard_balancer: route \"%V\" refused: the "
                       "location does not send %s, so the route's filters "
                       "would be ignored",
                       &ctx->route,
-                      !ctx->uri_read
+                      !bare && !ctx->uri_read
                           ? "$switchyard_uri (proxy_pass "
                             "http://UPSTREAM$switchyard_uri)"
                           : "$switchyard_host (proxy_set_header Host "
                             "$switchyard_host)");
         return NGX_ERROR;
     }
+    if (bare && sw_request_line(r, ctx) != NGX_OK)
+        return NGX_ERROR;
     if (sw_peer_ssl(r, ctx, ctx->https) != NGX_OK)
         return NGX_ERROR;
     if (!ctx->peer_used) { /* (once a request but for a corner case) */

@@ -329,13 +329,14 @@ ngx_int_t sw_location_check(ngx_conf_t *cf, sw_main_conf_t *mcf) {
                              "upstream with switchyard_balancer, so the "
                              "route's target would be ignored (a location not "
                              "meant for routes needs \"switchyard off\")");
-        else if (!sw_str_is(&rest, "$switchyard_uri") &&
+        else if (rest.len != 0 && !sw_str_is(&rest, "$switchyard_uri") &&
                  !sw_str_is(&rest, "${switchyard_uri}"))
             e = ngx_snprintf(why, sizeof why,
                              "%s, so the route's path and query (StripPrefix, "
                              "RewritePath, SetPath...) would not be sent as "
                              "they are; write proxy_pass "
-                             "http://UPSTREAM$switchyard_uri",
+                             "http://UPSTREAM$switchyard_uri (or proxy_pass "
+                             "http://UPSTREAM; with nothing after it)",
                              sw_str_has(&rest, "switchyard_uri")
                                  ? "sends more than $switchyard_uri after the "
                                    "upstream"

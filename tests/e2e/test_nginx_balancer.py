@@ -35,6 +35,19 @@ UPSTREAM = """
             add_header X-Switchyard-Instance $switchyard_instance always;
             add_header X-Upstream-Addr $upstream_addr always;
         }}
+    }}
+    server {{
+        listen 127.0.0.1:{cport};
+        location / {{
+            switchyard on;
+            proxy_pass http://sy_pool;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host $switchyard_host;
+            proxy_next_upstream error timeout http_502;
+            proxy_connect_timeout 1s;
+            add_header X-Upstream-Addr $upstream_addr always;
+        }}
     }}"""
 
 
@@ -49,7 +62,9 @@ class BalancerEnv(base.Env):
     def __init__(self, mixed=False):
         super().__init__()
         self.bport = free_port()
-        self.http_extra = base.LOG_ALL + UPSTREAM.format(bport=self.bport)
+        self.cport = free_port()  # proxy_pass http://sy_pool; (no variable)
+        self.http_extra = base.LOG_ALL + UPSTREAM.format(bport=self.bport,
+                                                         cport=self.cport)
         if not mixed:  # mixed: env.port keeps the variable form
             self.proxy = BALANCED
 
@@ -271,8 +286,10 @@ def test_location_not_sending_the_filters_refused(env):
             (conf[:on] + "switchyard off;" + conf[on + len("switchyard on;"):],
              'sends to an upstream with switchyard_balancer from a location '
              'without "switchyard on"'),
-            (conf[:at] + "proxy_pass http://sy_pool;" +
+            (conf[:at] + "proxy_pass http://sy_pool/;" +
              conf[at + len(wired):], "does not send $switchyard_uri"),
+            (conf[:at] + "proxy_pass http://sy_pool/v2$switchyard_uri;" +
+             conf[at + len(wired):], "sends more than $switchyard_uri"),
             (conf[:at] + block.replace(
                 "proxy_set_header Host $switchyard_host;", "") +
              conf[at + len(block):], "sends Host $proxy_host"),
@@ -407,6 +424,73 @@ def test_ejection_ends_and_recovery_logged(env):
         proc.wait()
 
 
+def test_proxy_pass_without_variables(env):
+    """proxy_pass http://UPSTREAM; (no $switchyard_uri: nginx evaluates no
+    variable for it) sends what the variable form sends: the route's path
+    and query in the request line (StripPrefix, SetPath, escapes, an empty
+    query, lb:// services), the same headers and body, on a retry too
+    (proxy_next_upstream http_502 on another instance), through nginx's
+    keepalive pool; an https target has no SSL context there: 500, the
+    cause logged."""
+    r = env.put("routes/live/bare2", {
+        "id": "bare2", "uri": "lb://bare2", "predicates": ["Path=/bare2/**"],
+        "filters": ["StripPrefix=1"]})
+    check(r.status == 200, "PUT route: %d %r" % (r.status, r.body))
+    r = env.put("instances/bare2", [
+        {"id": "ba", "host": "127.0.0.1", "port": env.pa},
+        {"id": "bb", "host": "127.0.0.1", "port": env.pb}])
+    check(r.status == 200, "PUT instances: %d" % r.status)
+    env.converged()
+    body = "x" * 3000
+    for method, path, data in (
+            ("GET", "/a/x/y?q=1&r=2", None),
+            ("GET", "/a/x%41y%20z?s=%2F&t", None),
+            ("GET", "/a/", None),
+            ("GET", "/a/x?", None),
+            ("GET", "/b/thing?k=v", None),
+            ("GET", "/shop/x/y?z=1", None),
+            ("POST", "/post?p=1", body),
+            ("PUT", "/a/put/it", body),
+            ("GET", "/bare2/r?fail=B", None)):
+        got = []
+        for port in (env.bport, env.cport):
+            r = request(port, method, path, headers={"X-Secret": "s"},
+                        body=data)
+            check(r.status == 200, "%s %s on %d: %d %r"
+                  % (method, path, port, r.status, r.body[:200]))
+            j = r.json()
+            got.append((j["method"], j["path"], j["body"], sorted(
+                (k.lower(), v) for k, v in j["headers"])))
+        check(got[0] == got[1], "%s %s: the variable form sent %r, the "
+              "form without variables %r" % (method, path, got[0], got[1]))
+    retried = 0
+    for _ in range(8):  # each worker's round robin reaches bb
+        r = request(env.cport, "GET", "/bare2/r?fail=B")
+        check(r.status == 200 and r.json()["id"] == "A" and
+              r.json()["path"] == "/r?fail=B",
+              "answered %d %r" % (r.status, r.body[:200]))
+        retried += ", " in (r.header("X-Upstream-Addr") or "")
+    check(retried, "no request was retried on another instance")
+    peers = set()
+    for _ in range(30):
+        r = request(env.cport, "GET", "/a/x")
+        check(r.status == 200 and r.json()["path"] == "/x",
+              "answered %d %r" % (r.status, r.body[:200]))
+        peers.add(r.json()["peer"])
+    check(len(peers) <= 4, "%d upstream connections for 30 requests"
+          % len(peers))
+    r = env.put("routes/live/baretls", {
+        "id": "baretls", "uri": "https://127.0.0.1:%d" % env.pa,
+        "predicates": ["Path=/baretls/**"]})
+    check(r.status == 200, "PUT route: %d %r" % (r.status, r.body))
+    env.converged()
+    r = request(env.cport, "GET", "/baretls/x")
+    check(r.status == 500, "https target without SSL context: %d" % r.status)
+    check('route "baretls" goes to https://127.0.0.1:%d, but the location '
+          'has no SSL context' % env.pa in env.error_log(),
+          "cause not logged: %s" % env.error_log()[-600:])
+
+
 def test_balancer_configuration_errors(env):
     """switchyard_balancer after keepalive, with a server line, or with a
     zone (before or after it: nginx's upstream zone copies round-robin
@@ -443,6 +527,7 @@ TESTS = [
     test_location_not_sending_the_filters_refused,
     test_every_response_filter_applied,
     test_balancer_configuration_errors,
+    test_proxy_pass_without_variables,
     test_ejection_ends_and_recovery_logged,  # reloads: last
 ]
 

@@ -363,7 +363,8 @@ def test_variable_form_anywhere_refuses_policies(env):
           and "CircuitBreaker" in err and
           "with a $switchyard_upstream location" in err,
           "both forms: %d %s" % (rc, err))
-    conf = both.replace(UPSTREAM.format(bport=env.bport), "")
+    conf = both.replace(UPSTREAM.format(bport=env.bport,
+                                        cport=env.cport), "")
     check("switchyard_balancer" not in conf, "balancer left in the conf")
     rc, err = env.test_conf(conf)
     check(rc != 0 and "routes[0].filters[0]" in err and

@@ -69,7 +69,12 @@ def plain_conf(n, port, backends, keepalive):
             "\n".join(locs) + "\n    }\n}\n")
 
 
-def module_conf(module, port, keepalive):
+def module_conf(module, port, keepalive, form="bare"):
+    """form "bare": proxy_pass http://routed; (no variable: the balancer
+    sets the route's path and query in the request line); "uri": proxy_pass
+    http://routed$switchyard_uri; (nginx evaluates and parses the URL per
+    request). docs/nginx.md documents both."""
+    target = "http://routed" + ("$switchyard_uri" if form == "uri" else "")
     return ("load_module %s;\n" % module +
             COMMON.format(workers=2, d="{d}") + "http {\n" +
             TEMPS.format(d="{d}") +
@@ -80,8 +85,8 @@ def module_conf(module, port, keepalive):
             "        keepalive %d;\n    }\n" % keepalive +
             "    server {\n        listen 127.0.0.1:%d;\n" % port +
             "        location / { switchyard on; "
-            "proxy_pass http://routed$switchyard_uri; "
-            "proxy_set_header Host $switchyard_host; %s }\n" % PROXY +
+            "proxy_pass %s; "
+            "proxy_set_header Host $switchyard_host; %s }\n" % (target, PROXY) +
             "    }\n}\n")
 
 
@@ -98,11 +103,11 @@ def instances_doc(backends):
         for i, b in enumerate(backends)]}}
 
 
-def pair(module, n, backends, keepalive):
+def pair(module, n, backends, keepalive, form="bare"):
     """The plain and the module nginx for n routes, started."""
     pport, mport = free_port(), free_port()
     plain = Nginx("plain%d" % n, plain_conf(n, pport, backends, keepalive))
-    mod = Nginx("balancer%d" % n, module_conf(module, mport, keepalive))
+    mod = Nginx("balancer%d" % n, module_conf(module, mport, keepalive, form))
     with open(os.path.join(mod.dir, "bench.json"), "w") as f:
         json.dump(routes_doc(n), f)
     with open(os.path.join(mod.dir, "instances.json"), "w") as f:
@@ -226,7 +231,8 @@ def callgrind(args, module):
                         plain_conf(n, port, [b1, b2], args.keepalive)))
                 else:
                     ng = Nginx("cg-balancer%d" % n, one_worker(
-                        module_conf(module, port, args.keepalive)))
+                        module_conf(module, port, args.keepalive,
+                                    args.form)))
                     with open(os.path.join(ng.dir, "bench.json"), "w") as f:
                         json.dump(routes_doc(n), f)
                     with open(os.path.join(ng.dir, "instances.json"),
@@ -236,9 +242,10 @@ def callgrind(args, module):
                     a = callgrind_run(ng, port, n, lo)
                     b = callgrind_run(ng, port, n, hi)
                     print("routes %d %-8s instructions a request: %.0f "
-                          "(%d requests %d, %d requests %d; files in %s)"
+                          "(%d requests %d, %d requests %d; files in %s)%s"
                           % (n, kind, (b - a) / (hi - lo), lo, a, hi, b,
-                             ng.dir), flush=True)
+                             ng.dir, "" if kind == "plain" else
+                             " [form %s]" % args.form), flush=True)
                 finally:
                     if not args.keep:
                         shutil.rmtree(ng.dir, ignore_errors=True)
@@ -265,6 +272,9 @@ def main():
                     help="a second, identical plain nginx (A/A: the noise)")
     ap.add_argument("--no-kill", action="store_true",
                     help="skip the backend kill runs")
+    ap.add_argument("--form", choices=("bare", "uri"), default="bare",
+                    help="the module's proxy_pass: http://routed; (bare) "
+                         "or http://routed$switchyard_uri; (uri)")
     ap.add_argument("--callgrind", action="store_true",
                     help="instructions a request under callgrind, no clock")
     ap.add_argument("--requests", default="500,2500",
@@ -283,7 +293,7 @@ def main():
     try:
         for n in [int(x) for x in args.sizes.split(",")]:
             (plain, pport), (mod, mport) = pair(module, n, [b1, b2],
-                                               args.keepalive)
+                                               args.keepalive, args.form)
             ctl = None
             try:
                 runs = {"plain": [], "balancer": []}
@@ -320,7 +330,7 @@ def main():
             kb, (k1, k2) = start_backends("kill")
             try:
                 (plain, pport), (mod, mport) = pair(module, 10, [k1, k2],
-                                                   args.keepalive)
+                                                   args.keepalive, args.form)
                 try:
                     target = (pport, plain) if kind == "plain" else (mport,
                                                                      mod)
@@ -338,11 +348,13 @@ def main():
 
     print(load_line("end"))
     print("nginx %s, wrk -t%d -c%d -d%ds, keepalive %d, requests spread "
-          "over all routes; median of %d alternating runs"
+          "over all routes; median of %d alternating runs; the module's "
+          "proxy_pass %s"
           % (subprocess.run([NGINX, "-v"], capture_output=True,
                             text=True).stderr.strip().split("/")[-1],
              args.threads, args.connections, args.duration, args.keepalive,
-             args.repeat))
+             args.repeat, "http://routed;" if args.form == "bare" else
+             "http://routed$switchyard_uri;"))
     # errors: client errors summed over the runs (non-2xx + socket errors)
     print("%-8s %9s %12s %10s %8s" % ("routes", "config", "req/s", "p99 ms",
                                       "errors"))

@@ -43,6 +43,35 @@ static uint64_t now_ms(void) {
     return gw_now_ns() / 1000000u;
 }
 
+/* The worker loop's time (uv_now: gw_now_ns's clock, in milliseconds, read
+ * when the loop last woke), no clock read: where a request's policy needs
+ * "now" while the loop handles its events (a VM's clock read costs ~50 ns,
+ * what the limiter's whole check costs). Never later than now_ms(). */
+static uint64_t loop_ms(const gw_request *q) {
+    return uv_now(&q->w->loop);
+}
+
+/* ms from `since` (now_ms or loop_ms) to `now`, 0 when the loop's time was
+ * the later one (a coarse loop clock) */
+static uint64_t ms_since(uint64_t now, uint64_t since) {
+    return now > since ? now - since : 0;
+}
+
+/* The limiter's "now" (epoch ms): the loop's time plus the wall clock's
+ * offset from it, read again when the loop's time has moved a second on
+ * (a stepped wall clock shows within a second; the workers' buckets see
+ * one clock within a millisecond or so). */
+static int64_t limiter_now(const gw_request *q) {
+    static _Thread_local int64_t off;
+    static _Thread_local uint64_t at;
+    uint64_t t = loop_ms(q);
+    if (!at || t - at >= 1000u) {
+        off = gw_wall_ms() - (int64_t)t;
+        at = t ? t : 1;
+    }
+    return (int64_t)t + off;
+}
+
 /* ------------------------------------------------------------------ */
 /* Rate limits                                                          */
 /* ------------------------------------------------------------------ */
@@ -325,7 +354,7 @@ void gw_policy_begin(gw_request *q, sy_match *m) {
     int status = 0;
     if (!G.cfg.redis) {
         sy_ratelimit rl;
-        if (sy_match_ratelimit(m, 0, &rl, &err)) {
+        if (sy_match_ratelimit(m, limiter_now(q), &rl, &err)) {
             gw_request_respond(q, 500, NULL, NULL);
             return;
         }
@@ -468,7 +497,7 @@ static void breaker_step(gw_request *q, sy_match *m) {
         if (p.breaker) {
             q->permit = p;
             q->permit_held = true;
-            q->call_start_ms = now_ms();
+            q->call_start_ms = loop_ms(q); /* no clock read a call */
             q->call_fresh = true; /* until the first attempt's timeouts */
         }
     }
@@ -492,7 +521,7 @@ void gw_policy_timeouts(gw_request *q) {
     if (!q->permit_held || !q->permit.timeout_ms)
         return;
     /* the first attempt starts as the call does (breaker_step) */
-    uint64_t spent = q->call_fresh ? 0 : now_ms() - q->call_start_ms;
+    uint64_t spent = q->call_fresh ? 0 : ms_since(now_ms(), q->call_start_ms);
     uint64_t left =
         spent < q->permit.timeout_ms ? q->permit.timeout_ms - spent : 1;
     if (q->connect_ms > left)
@@ -535,8 +564,8 @@ static gw_do decide(gw_request *q, sy_outcome o, int status, uint64_t now,
         return o == SY_OUTCOME_SUCCESS || status ? DO_PASS : DO_ERROR;
     q->permit_held = false;
     /* now_ms 0: the library reads the time if the state moves */
-    sy_breaker_verdict v =
-        sy_breaker_record(&q->permit, o, status, now - q->call_start_ms, 0);
+    sy_breaker_verdict v = sy_breaker_record(
+        &q->permit, o, status, ms_since(now, q->call_start_ms), 0);
     if (v == SY_BREAKER_PASS)
         return DO_PASS;
     if (v == SY_BREAKER_RESUME) /* resumeWithoutError: SCG's empty 200 */
@@ -645,7 +674,7 @@ void gw_policy_free(gw_request *q) {
     rlwait_end(q);
     if (q->permit_held) /* the client left first: not the upstream's fault */
         sy_breaker_record(&q->permit, SY_OUTCOME_SUCCESS, 0,
-                          now_ms() - q->call_start_ms, gw_wall_ms());
+                          ms_since(now_ms(), q->call_start_ms), gw_wall_ms());
     q->permit_held = false;
     if (q->backoff) {
         uv_timer_stop(q->backoff);

@@ -110,12 +110,27 @@ class Conn:
             return [self._read() for _ in range(int(rest))]
         raise RuntimeError("unexpected reply %r" % line)
 
-    def cmd(self, *args):
+    @staticmethod
+    def _encode(args):
         out = b"*%d\r\n" % len(args)
         for a in args:
             a = a if isinstance(a, bytes) else str(a).encode()
             out += b"$%d\r\n%s\r\n" % (len(a), a)
-        self.s.sendall(out)
+        return out
+
+    def cmd(self, *args):
+        self.s.sendall(self._encode(args))
+        return self._read()
+
+    def atomic(self, cmds):
+        """cmds in one MULTI/EXEC, written at once: their replies. Redis
+        runs them back to back, so keys written by different commands get
+        their TTLs within moments of each other, whatever this process's
+        scheduling."""
+        self.s.sendall(b"".join(self._encode(c) for c in
+                                [("MULTI",)] + cmds + [("EXEC",)]))
+        for _ in range(len(cmds) + 1):
+            self._read()  # +OK, +QUEUED...
         return self._read()
 
 
@@ -143,24 +158,27 @@ STEPS = [(0, 1), (0, 3), (1, 2), (1, 0), (2.5, 4), (60, 9), (60, 1),
          (61, 5)]
 
 
-def _state(r, keys):
-    """The keys' values and TTLs (ms)."""
-    return [(r.cmd("GET", k), r.cmd("PTTL", k)) for k in keys]
+def _state_cmds(keys):
+    return [c for k in keys for c in (("GET", k), ("PTTL", k))]
+
+
+def _state(replies):
+    """_state_cmds' replies as [(value, TTL in ms)]."""
+    return list(zip(replies[0::2], replies[1::2]))
 
 
 def _same(a, b):
-    """Two _state()s alike: the same values, the same TTL (written moments
-    apart: within 400 ms; no TTL or no key, -1 / -2, exactly)."""
+    """Two _state()s alike: the same values, the same TTL (written in one
+    MULTI, moments apart: within 400 ms; no TTL or no key, -1 / -2,
+    exactly)."""
     return all(va == vb and (ta == tb or (ta >= 0 and tb >= 0 and
                                           abs(ta - tb) <= 400))
                for (va, ta), (vb, tb) in zip(a, b))
 
 
 def _reset(r, keys, state):
-    r.cmd("DEL", *keys)
-    for k, v in zip(keys, state):
-        if v is not None:
-            r.cmd("SET", k, v)
+    r.atomic([("DEL", *keys)] + [("SET", k, v) for k, v in zip(keys, state)
+                                  if v is not None])
 
 
 def _keys(name):
@@ -180,12 +198,16 @@ def _walk(r, shas, cfg, state, steps, now_text):
     apart = False  # a batch of 0 wrote B and O, not R: B against R no more
     for dt, n in steps:
         argv = [cfg[0], cfg[1], now_text(dt), cfg[2]]
-        runs = [r.cmd("EVALSHA", ref_single, "2", *R, *argv)
-                for _ in range(n)]
-        mine = [r.cmd("EVALSHA", lib_single, "2", *S, *argv)
-                for _ in range(n)]
-        batch = r.cmd("EVALSHA", lib_batch, "2", *B, *argv, str(n))
-        want = r.cmd("EVALSHA", ref_batch, "2", *O, *argv, str(n))
+        got = r.atomic(
+            [("EVALSHA", ref_single, "2", *R, *argv)] * n +
+            [("EVALSHA", lib_single, "2", *S, *argv)] * n +
+            [("EVALSHA", lib_batch, "2", *B, *argv, str(n)),
+             ("EVALSHA", ref_batch, "2", *O, *argv, str(n))] +
+            _state_cmds(R + S + B + O))
+        runs, mine = got[:n], got[n:2 * n]
+        batch, want = got[2 * n], got[2 * n + 1]
+        st = _state(got[2 * n + 2:])
+        sr, ss, sb, so = st[0:2], st[2:4], st[4:6], st[6:8]
         what = (cfg, state, dt, n)
         if mine != runs:
             diffs.append(("single script's replies", what, mine, runs))
@@ -198,8 +220,6 @@ def _walk(r, shas, cfg, state, steps, now_text):
             if batch != derived:
                 diffs.append(("batch against SCG's runs", what, batch,
                               derived))
-        sr, ss = _state(r, R), _state(r, S)
-        sb, so = _state(r, B), _state(r, O)
         if not _same(ss, sr):
             diffs.append(("keys after the single script", what, ss, sr))
         if not _same(sb, so):

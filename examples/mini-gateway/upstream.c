@@ -929,37 +929,42 @@ static int r_headers_complete(http_parser *p) {
     q->resp_no_body = q->head_req || st == 204 || st == 304;
     bool has_cl = (p->flags & F_CONTENTLENGTH) != 0;
     gw_client *c = q->c;
-    gw_buf out = {0};
-    gw_buf_adds(&out, "HTTP/1.1 ");
-    gw_buf_addu(&out, (uint64_t)q->status);
-    gw_buf_add(&out, " ", 1);
-    gw_buf_adds(&out, gw_status_text(q->status));
-    gw_buf_add(&out, "\r\n", 2);
-    hl_text(&l, &out);
+    /* the head straight into the client's output, where gw_client_write
+     * would copy it from a buffer of its own (a malloc, a copy and a free
+     * a response); a closing client's goes to one that is dropped */
+    gw_buf dropped = {0};
+    gw_buf *out = c->closing ? &dropped : &c->out;
+    size_t mark = out->len;
+    gw_buf_adds(out, "HTTP/1.1 ");
+    gw_buf_addu(out, (uint64_t)q->status);
+    gw_buf_add(out, " ", 1);
+    gw_buf_adds(out, gw_status_text(q->status));
+    gw_buf_add(out, "\r\n", 2);
+    hl_text(&l, out);
     hl_free(&l);
     if (direct)
-        gw_buf_add(&out, q->pre.p, q->pre.len);
+        gw_buf_add(out, q->pre.p, q->pre.len);
     if (has_cl) {
-        gw_buf_adds(&out, "Content-Length: ");
-        gw_buf_addu(&out, p->content_length);
-        gw_buf_add(&out, "\r\n", 2);
+        gw_buf_adds(out, "Content-Length: ");
+        gw_buf_addu(out, p->content_length);
+        gw_buf_add(out, "\r\n", 2);
     } else if (!q->resp_no_body) {
         if (c->p.http_major == 1 && c->p.http_minor >= 1) {
             q->resp_chunked = true;
-            gw_buf_adds(&out, "Transfer-Encoding: chunked\r\n");
+            gw_buf_adds(out, "Transfer-Encoding: chunked\r\n");
         } else {
             q->keep_alive = false; /* close-delimited */
         }
     }
     if (!q->keep_alive || c->w->draining) {
         q->keep_alive = false;
-        gw_buf_adds(&out, "Connection: close\r\n");
+        gw_buf_adds(out, "Connection: close\r\n");
     }
-    gw_buf_adds(&out, "\r\n");
+    gw_buf_adds(out, "\r\n");
     q->resp_started = true;
-    gw_client_write(c, out.p, out.len);
-    c->out.failed |= out.failed || q->rh.failed;
-    gw_buf_free(&out);
+    q->bytes_out += out->len - mark;
+    c->out.failed |= q->rh.failed;
+    gw_buf_free(&dropped);
     return q->head_req ? 1 : 0;
 }
 

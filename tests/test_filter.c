@@ -1197,6 +1197,90 @@ START_TEST(strip_prefix_rejects_a_non_number) {
 }
 END_TEST
 
+/* The common case costs no copy: the result is a slice of the request's
+ * path (the hosts send it without building it: the nginx module's
+ * $switchyard_uri, docs/performance.md). */
+START_TEST(strip_prefix_slices_the_path) {
+    REQ.path = S("/svc3/x/y/?");
+    REQ.path.len--; /* (a request line: more follows the path) */
+    route(filt("StripPrefix", NULL));
+    run();
+    eq(P.path, "/x/y/");
+    ck_assert_ptr_eq(P.path.ptr, REQ.path.ptr + 5);
+}
+END_TEST
+
+/* SCG's StripPrefix written plainly (tokenize on '/', trim, drop the
+ * blank ones and the first `parts`, join behind '/', a trailing '/' kept
+ * unless the result is "/"): the reference the filter's slice and join
+ * must both give. */
+static size_t strip_ref(const char *p, size_t len, int parts, char *out) {
+    size_t o = 0;
+    int idx = 0;
+    out[o++] = '/';
+    for (size_t i = 0; i < len;) {
+        size_t s = i;
+        while (i < len && p[i] != '/')
+            i++;
+        size_t e = i++;
+        while (s < e && (p[s] == ' ' || p[s] == '\t'))
+            s++;
+        while (e > s && (p[e - 1] == ' ' || p[e - 1] == '\t'))
+            e--;
+        if (e == s || idx++ < parts)
+            continue;
+        if (o > 1)
+            out[o++] = '/';
+        memcpy(out + o, p + s, e - s);
+        o += e - s;
+    }
+    if (o > 1 && len && p[len - 1] == '/')
+        out[o++] = '/';
+    return o;
+}
+
+/* Every path of up to 7 bytes over '/', 'a', ' ' and '\t', parts 0-3. */
+START_TEST(strip_prefix_agrees_with_scg_on_every_short_path) {
+    static const char alphabet[] = "/a \t";
+    sy__filter *f[4];
+    for (int k = 0; k < 4; k++) {
+        char n[2] = {(char)('0' + k), 0};
+        f[k] = filt("StripPrefix", "parts", n, NULL);
+    }
+    char path[8], want[16];
+    size_t checked = 0;
+    for (size_t len = 0; len <= 7; len++) {
+        size_t count = 1;
+        for (size_t i = 0; i < len; i++)
+            count *= 4;
+        for (size_t c = 0; c < count; c++) {
+            size_t x = c;
+            for (size_t i = 0; i < len; i++, x /= 4)
+                path[i] = alphabet[x % 4];
+            for (int k = 0; k < 4; k++) {
+                REQ.path = (sy_str){path, len};
+                NROUTE = 0;
+                route(f[k]);
+                run();
+                size_t wl = strip_ref(path, len, k, want);
+                ck_assert_msg(P.path.len == wl &&
+                                  memcmp(P.path.ptr, want, wl) == 0,
+                              "StripPrefix=%d of \"%.*s\": got \"%.*s\", "
+                              "want \"%.*s\"",
+                              k, (int)len, path, (int)P.path.len, P.path.ptr,
+                              (int)wl, want);
+                checked++;
+            }
+        }
+    }
+    ck_assert_uint_eq(checked,
+                      4 * (1 + 4 + 16 + 64 + 256 + 1024 + 4096 + 16384));
+    NROUTE = 4; /* teardown frees the four */
+    for (int k = 0; k < 4; k++)
+        ROUTE[k] = f[k];
+}
+END_TEST
+
 /* (route model section 5): defaults and route filters
  * interleave - default 1, route 1, default 2, route 2. */
 START_TEST(default_filters_interleave_with_route_filters) {
@@ -1433,6 +1517,8 @@ int main(void) {
     tcase_add_test(tc, strip_prefix_ignores_empty_segments);
     tcase_add_test(tc, strip_prefix_zero_normalises_only);
     tcase_add_test(tc, strip_prefix_rejects_a_non_number);
+    tcase_add_test(tc, strip_prefix_slices_the_path);
+    tcase_add_test(tc, strip_prefix_agrees_with_scg_on_every_short_path);
     tcase_add_test(tc, default_filters_interleave_with_route_filters);
     tcase_add_test(tc, default_filters_come_first_on_equal_positions);
     tcase_add_test(tc, filters_see_the_edits_of_earlier_filters);

@@ -776,7 +776,7 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
     }
     if (n != SIZE_MAX)
         n += pre;
-    if (n != SIZE_MAX && s->ov[0]) {
+    if (n != SIZE_MAX && s->prep.ov_live) {
         const sy__overlay *const *ov = (const sy__overlay *const *)s->ov;
         /* routes filed under a host key need the labels */
         bool hk = c->ev.host_str.len && sy__overlay_hosts(ov, 2);

@@ -44,8 +44,7 @@ sy__plan *sy__match_plan(const sy_match *cm) {
         sy__match_caps(m->ctx);
         const struct sy_route *d = m->snap->defaults;
         const sy__eval *ev = &m->ctx->ev;
-        memset(&m->plan, 0, sizeof m->plan);
-        sy__budget *saved;
+        sy__budget *saved; /* (sy__plan_compute sets the whole plan) */
         sy__budget_enter(&m->ctx->budget, &saved);
         m->plan_rc = sy__plan_compute(
             &m->plan, d ? (const sy__filter *const *)d->more->cfilters : NULL,

@@ -6,10 +6,56 @@
 #include "base/budget.h"
 #include "route/filter_plan_int.h"
 
-/* StripPrefix as SCG: tokenize the raw path on '/' (tokens trimmed, empty
- * ones dropped), drop the first `parts`, re-join behind '/', and keep a
- * trailing '/' when the original had one and the result is not "/". */
-bool sy__plan_strip_prefix(sy__run *r, int64_t parts) {
+/* StripPrefix's result as a slice of the path p when it is one, the
+ * common case ("/svc/x" -> "/x"): the tokens kept (past the first `parts`
+ * that are not blank) follow a '/' of p, each behind one '/', none empty
+ * or with whitespace at either end, and p ends after the last one or
+ * after one '/' behind it. False: the join below must build it. */
+static bool strip_slice(sy_str p, int64_t parts, sy_str *out) {
+    if (!p.ptr)
+        return false;
+    const char *e = p.ptr + p.len, *at = p.ptr;
+    for (int64_t idx = 0; idx < parts;) {
+        while (at < e && *at == '/')
+            at++;
+        if (at == e) { /* fewer tokens than parts: the join's "/" */
+            *out = (sy_str){"/", 1};
+            return true;
+        }
+        const char *t = at;
+        while (at < e && *at != '/')
+            at++;
+        size_t ts = 0, te = (size_t)(at - t);
+        sy__plan_trim(t, &ts, &te);
+        idx += te > ts; /* a blank token is dropped, not counted */
+    }
+    if (at == e) { /* nothing left (an empty path too): the join's "/" */
+        *out = (sy_str){"/", 1};
+        return true;
+    }
+    if (*at != '/')
+        return false; /* parts 0 and an unrooted path */
+    const char *k = at + 1;
+    while (k < e) { /* a token, then its '/' or the end */
+        if (*k == '/' || sy__plan_space(*k))
+            return false;
+        while (k < e && *k != '/')
+            k++;
+        if (sy__plan_space(k[-1]))
+            return false;
+        if (k < e)
+            k++;
+    }
+    *out = (sy_str){at, (size_t)(e - at)};
+    return true;
+}
+
+/* StripPrefix joined in the arena, as SCG does it: tokenize the raw path
+ * on '/' (tokens trimmed, empty ones dropped), drop the first `parts`,
+ * re-join behind '/', and keep a trailing '/' when the original had one
+ * and the result is not "/". (Not inlined: the slice's caller saves no
+ * registers for it.) */
+static __attribute__((noinline)) bool strip_join(sy__run *r, int64_t parts) {
     sy_str p = r->plan->path;
     char *buf = sy__arena_alloc(r->ar, p.len + 2);
     if (!buf)
@@ -39,6 +85,13 @@ bool sy__plan_strip_prefix(sy__run *r, int64_t parts) {
     buf[o] = '\0';
     r->plan->path = (sy_str){buf, o};
     return true;
+}
+
+/* StripPrefix: a slice of the path when that is the result, else the
+ * join. */
+bool sy__plan_strip_prefix(sy__run *r, int64_t parts) {
+    return strip_slice(r->plan->path, parts, &r->plan->path) ||
+           strip_join(r, parts);
 }
 
 /* PrefixPath: the expanded prefix before the path. SCG: only the first

@@ -331,6 +331,7 @@ static void match_prep_init(sy_snapshot *s) {
     p->weights = s->weight_count > 0;
     p->path_lazy = s->base && sy__index_path_none(s->base);
     p->cands_live = s->base_dead == 0;
+    p->ov_live = sy__overlay_count(s->ov[0]) || sy__overlay_count(s->ov[1]);
 }
 
 static int copy_config(sy_snapshot *s, const sy_snapshot *base,

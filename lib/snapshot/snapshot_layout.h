@@ -119,6 +119,9 @@ typedef struct sy__match_prep {
      * candidate's route is its own sy__cand.route, no slot chunk read
      * (else only for a slot the dead filter does not clear) */
     bool cands_live;
+    /* an overlay holds a route (ov[0] or ov[1] has a count): else a
+     * match neither splits the path for them nor calls their lookup */
+    bool ov_live;
 } sy__match_prep;
 
 struct sy_snapshot {

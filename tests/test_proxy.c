@@ -1069,6 +1069,75 @@ START_TEST(explain_forgets_the_last_no_match_reason) {
 }
 END_TEST
 
+/* The instance chosen for /orders/1 with ctx in snapshot snap ("" when
+ * none: SY_ENOINSTANCE). */
+static const char *chosen(sy_match_ctx *ctx, const sy_snapshot *snap) {
+    sy_request req = SY_REQUEST_INIT;
+    req.method = (sy_str){"GET", 3};
+    req.host = (sy_str){"h", 1};
+    req.path = (sy_str){"/orders/1", 9};
+    req.seed = 7;
+    sy_match *m = NULL;
+    ck_assert_int_eq(sy_snapshot_match(snap, ctx, &req, &m), 0);
+    ck_assert_ptr_nonnull(m);
+    sy_target t;
+    sy_error err;
+    int rc = sy_match_target(m, NULL, 0, &t, &err);
+    if (rc == SY_ENOINSTANCE)
+        return "";
+    ck_assert_int_eq(rc, 0);
+    return t.instance_id;
+}
+
+/* orders: the one instance `id`, or none (id NULL). */
+static void set_one(sy_router *r, const char *id) {
+    sy_instance in = {.id = id, .host = "10.0.0.1", .port = 8080};
+    ck_assert_int_eq(
+        sy_router_set_instances(r, "orders", &in, id ? 1 : 0, NULL, NULL), 0);
+}
+
+/* A context resolves a route's service once per snapshot (select.c): what
+ * it resolved follows the snapshot the match is in, never an older one,
+ * as the service's instances change, it goes and comes back, snapshots
+ * alternate on one context, and a second router shares the context. */
+START_TEST(the_service_a_context_resolved_follows_the_snapshot) {
+    sy_router *r = new_router(NULL), *r2 = new_router(NULL);
+    ck_assert_int_eq(apply(r, "main", ROUTES_LB), 0);
+    ck_assert_int_eq(apply(r2, "main", ROUTES_LB), 0);
+    sy_match_ctx *ctx;
+    ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
+
+    set_one(r, "a1");
+    sy_snapshot *s1 = sy_router_acquire(r);
+    ck_assert_str_eq(chosen(ctx, s1), "a1");
+    ck_assert_str_eq(chosen(ctx, s1), "a1");
+    set_one(r, "b1");
+    sy_snapshot *s2 = sy_router_acquire(r);
+    ck_assert_str_eq(chosen(ctx, s2), "b1");
+    ck_assert_str_eq(chosen(ctx, s1), "a1"); /* the older one, still held */
+    ck_assert_str_eq(chosen(ctx, s2), "b1");
+    set_one(r, NULL); /* no instance left */
+    sy_snapshot *s3 = sy_router_acquire(r);
+    ck_assert_str_eq(chosen(ctx, s3), "");
+    sy_snapshot_release(s1);
+    sy_snapshot_release(s2);
+    set_one(r, "c1"); /* back */
+    sy_snapshot *s4 = sy_router_acquire(r);
+    ck_assert_str_eq(chosen(ctx, s4), "c1");
+    ck_assert_str_eq(chosen(ctx, s3), "");
+    set_one(r2, "d1"); /* the same route text in another router */
+    sy_snapshot *t1 = sy_router_acquire(r2);
+    ck_assert_str_eq(chosen(ctx, t1), "d1");
+    ck_assert_str_eq(chosen(ctx, s4), "c1");
+    sy_snapshot_release(s3);
+    sy_snapshot_release(s4);
+    sy_snapshot_release(t1);
+    sy_match_ctx_free(ctx);
+    sy_router_free(r);
+    sy_router_free(r2);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("proxy");
     TCase *tc = tcase_create("proxy");
@@ -1098,6 +1167,7 @@ int main(void) {
     tcase_add_test(tc, a_failed_remove_shows_in_its_source_status);
     tcase_add_test(tc, a_readdressed_instance_does_not_inherit_an_ejection);
     tcase_add_test(tc, explain_forgets_the_last_no_match_reason);
+    tcase_add_test(tc, the_service_a_context_resolved_follows_the_snapshot);
     tcase_add_test(tc,
                    delta_for_an_unknown_service_says_the_service_is_unknown);
     suite_add_tcase(s, tc);

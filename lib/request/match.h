@@ -19,6 +19,8 @@
 #define MAX_LISTS 64
 /* routes that failed only on Method, remembered to answer 405 */
 #define MAX_METHOD_MISSES 16
+/* services a context keeps resolved (a power of two) */
+#define SY_MATCH_SERVICES 32
 
 struct sy_match {
     sy_match_ctx *ctx;
@@ -80,6 +82,17 @@ struct sy_match_ctx {
     size_t method_miss_count;
     char allow[128];
     size_t allow_len;
+    /* lb:// services found by name (select.c): entry k holds the service
+     * named by route uri string `name` in the snapshot of serial `serial`
+     * (0: empty), so a route's service is looked up once per snapshot,
+     * not per request. An entry is read only while a match holds that
+     * snapshot (serials are never reused), and the name while its route
+     * is in it: never stale. */
+    struct {
+        uint64_t serial;
+        const char *name;
+        const struct sy__service *svc;
+    } services[SY_MATCH_SERVICES];
 };
 
 /* The filter plan of a match, computed on first use (match_result.c). */

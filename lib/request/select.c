@@ -8,9 +8,10 @@
 #include "request/select.h"
 #include "service/service.h"
 
-/* First value of a request header (case-insensitive name), or ptr NULL. */
-static sy_str header_value(const sy_request *req, const char *name) {
-    size_t len = strlen(name);
+/* First value of a request header (case-insensitive name of `len`
+ * bytes), or ptr NULL. */
+static sy_str header_value(const sy_request *req, const char *name,
+                           size_t len) {
     for (size_t i = 0; i < req->header_count; i++)
         if (req->headers[i].name.len == len && /* (no call for most) */
             sy__str_ieq(req->headers[i].name, name, len))
@@ -48,29 +49,60 @@ static sy_str cstr(const char *s) {
     return s ? (sy_str){s, strlen(s)} : (sy_str){NULL, 0};
 }
 
-/* The route's settings and the request's headers as selection input. */
+#define HINT_HEADER "X-SC-LB-Hint"
+
+/* The route's settings and the request's headers as selection input,
+ * with the exclude list and the snapshot's clock (every field of *p). */
 static void params_of(const struct sy_route *r, const sy_request *req,
-                      sy__select_params *p) {
+                      const sy_snapshot *s, const char *const *exclude,
+                      size_t exclude_count, sy__select_params *p) {
     const sy__route_select *sel = sy__route_select_of(r);
-    sy_str version = header_value(req, sel->version_header);
-    p->has_version = version.ptr != NULL;
-    p->version = version;
+    sy_str version =
+        header_value(req, sel->version_header, sel->version_header_len);
+    bool has_version = version.ptr != NULL;
     /* untagged traffic: metadata version-default (the latest unless set) */
-    if (!p->has_version && sel->untagged == SY_UNTAGGED_PINNED) {
-        p->has_version = true;
-        p->version = cstr(sel->default_version);
+    if (!has_version && sel->untagged == SY_UNTAGGED_PINNED) {
+        has_version = true;
+        version = cstr(sel->default_version);
     }
-    p->untagged_oldest = sel->untagged == SY_UNTAGGED_OLDEST;
+    sy_str hash_key = {NULL, 0};
+    if (sel->hash_header)
+        hash_key =
+            header_value(req, sel->hash_header, strlen(sel->hash_header));
+    else if (sel->hash_cookie)
+        hash_key = cookie_value(req, sel->hash_cookie);
+    /* each field stored once, no zeroing first (a field added to
+     * sy__select_params must be set here) */
+    p->has_version = has_version;
+    p->version = version;
     p->fallback = (sy__version_fallback)sel->fallback;
-    p->hint = header_value(req, "X-SC-LB-Hint");
+    p->hint = header_value(req, HINT_HEADER, sizeof HINT_HEADER - 1);
     p->zone = cstr(sel->zone);
     p->policy = (sy__lb_policy)sel->policy;
-    if (sel->hash_header)
-        p->hash_key = header_value(req, sel->hash_header);
-    else if (sel->hash_cookie)
-        p->hash_key = cookie_value(req, sel->hash_cookie);
+    p->hash_key = hash_key;
     p->seed = req->seed;
     p->websocket = sel->websocket;
+    p->untagged_oldest = sel->untagged == SY_UNTAGGED_OLDEST;
+    p->exclude = exclude;
+    p->exclude_count = exclude_count;
+    p->clock_ms = s->clock_ms;
+    p->clock_data = s->clock_data;
+}
+
+/* The service `name` (a route's uri string) in snapshot s, through the
+ * context's table: looked up by name the first time a context meets
+ * that route's name in that snapshot, read from the table after. */
+static const struct sy__service *
+route_service(sy_match_ctx *c, const sy_snapshot *s, const char *name) {
+    size_t k = (size_t)(((uint64_t)(uintptr_t)name * 0x9E3779B97F4A7C15ull) >>
+                        59); /* the top 5 bits: SY_MATCH_SERVICES */
+    if (c->services[k].serial == s->serial && c->services[k].name == name)
+        return c->services[k].svc;
+    const struct sy__service *svc = sy__snapshot_service(s, name, strlen(name));
+    c->services[k].serial = s->serial;
+    c->services[k].name = name;
+    c->services[k].svc = svc;
+    return svc;
 }
 
 int sy__select_for_match(const sy_match *m, const char *const *exclude,
@@ -82,20 +114,16 @@ int sy__select_for_match(const sy_match *m, const char *const *exclude,
         return sy__error_set(err, SY_EINVAL, "",
                              "route '%s' is not an lb:// route", r->id);
     const char *name = r->up_host;
-    const struct sy__service *svc = sy__snapshot_service(s, name, strlen(name));
+    const struct sy__service *svc = route_service(m->ctx, s, name);
     if (!svc)
         return sy__error_set(err, SY_ENOINSTANCE, "",
                              "service '%s' has no known instances", name);
-    sy__select_params p = SY_SELECT_PARAMS_INIT;
-    params_of(r, m->req, &p);
+    sy__select_params p;
+    params_of(r, m->req, s, exclude, exclude_count, &p);
     /* seed 0: the router's random callback or the context's generator,
      * as for Weight draws (never the constant 0) */
     if (!p.seed && p.policy == SY_LB_RANDOM)
         p.seed = sy__match_draw_seed(m);
-    p.exclude = exclude;
-    p.exclude_count = exclude_count;
-    p.clock_ms = s->clock_ms;
-    p.clock_data = s->clock_data;
     return sy__service_select_ex(svc, &p, out, pick, err);
 }
 

@@ -71,21 +71,21 @@ int sy_match_target(const sy_match *m, const char *const *exclude,
                              "%d): it has no upstream target",
                              m->route->id, p->status);
     sy__arena *scratch = &m->ctx->scratch;
-    sy_upstream upstream;
-    sy_route_upstream(m->route, &upstream);
-    const sy_upstream *up = &upstream;
-    out->kind = up->kind;
+    const struct sy_route *r = m->route; /* its upstream as
+                                            sy_route_upstream reads it */
+    sy_upstream_kind kind = (sy_upstream_kind)r->up_kind;
+    out->kind = kind;
     out->path = p->path;
     out->query = p->query;
     sy_str kept_host = m->req->host; /* with PreserveHostHeader */
     if (headers_without_host(scratch, p, out, &kept_host))
         return sy__error_set(err, SY_ENOMEM, "", "out of memory");
-    const char *authority = m->route->authority;
-    if (up->kind == SY_UPSTREAM_URL) {
-        out->scheme = up->scheme;
-        out->host = up->host;
-        out->port = up->port;
-    } else if (up->kind == SY_UPSTREAM_SERVICE) {
+    const char *authority = r->authority;
+    if (kind == SY_UPSTREAM_URL) {
+        out->scheme = sy__route_schemes[r->up_scheme];
+        out->host = r->up_host;
+        out->port = r->up_port;
+    } else if (kind == SY_UPSTREAM_SERVICE) {
         sy_selection sel;
         sy__pick pick;
         int rc =

@@ -19,9 +19,9 @@
  * lb:ws:// and lb:wss:// uris. */
 static const sy__route_select select_defaults[2] = {
     {"version", NULL, NULL, NULL, NULL, (int8_t)SY_VERSION_FALLBACK_NONE,
-     (int8_t)SY_LB_ROUND_ROBIN, SY_UNTAGGED_LATEST, false},
+     (int8_t)SY_LB_ROUND_ROBIN, SY_UNTAGGED_LATEST, false, 7},
     {"version", NULL, NULL, NULL, NULL, (int8_t)SY_VERSION_FALLBACK_NONE,
-     (int8_t)SY_LB_ROUND_ROBIN, SY_UNTAGGED_LATEST, true},
+     (int8_t)SY_LB_ROUND_ROBIN, SY_UNTAGGED_LATEST, true, 7},
 };
 const sy__route_select sy__route_select_default = {
     "version",
@@ -32,7 +32,8 @@ const sy__route_select sy__route_select_default = {
     (int8_t)SY_VERSION_FALLBACK_NONE,
     (int8_t)SY_LB_ROUND_ROBIN,
     SY_UNTAGGED_LATEST,
-    false};
+    false,
+    7};
 
 /* No metadata, no filters, the default selection settings. */
 const sy__route_more sy__route_more_none = {NULL, NULL, NULL, NULL,
@@ -450,6 +451,7 @@ static bool read_select(struct sy_route *r) {
     *s = select_defaults[ws];
     s->version_header =
         (v = sy_route_metadata(r, "version-header")) ? v : "version";
+    s->version_header_len = (uint32_t)strlen(s->version_header);
     if ((v = sy_route_metadata(r, "version-default")) && *v) {
         if (strcmp(v, "oldest") == 0) {
             s->untagged = SY_UNTAGGED_OLDEST;

@@ -27,7 +27,8 @@ typedef struct sy__route_select {
      * SY_UNTAGGED_PINNED, the version they are treated as carrying
      * (default_version) */
     int8_t untagged;
-    bool websocket; /* lb:ws:// */
+    bool websocket;              /* lb:ws:// */
+    uint32_t version_header_len; /* strlen(version_header) (in the padding) */
 } sy__route_select;
 
 /* What few routes have: metadata, filters, selection settings other than

@@ -502,6 +502,9 @@ static const sy__route_change *change_at(const derive *d, size_t c) {
     return &d->changes[d->order ? d->order[c] : c];
 }
 
+/* The last snapshot serial handed out (0: none yet). */
+static _Atomic uint64_t snapshot_serial;
+
 /* Phase 1: the new snapshot object sharing the base's tables; whether it
  * is indexed from scratch (a change list about as large as the table:
  * its cost is O(n) anyway) or over the base's index with overlays. */
@@ -515,6 +518,8 @@ static int derive_start(derive *d, const sy__snapshot_config *cfg,
         return SY_ENOMEM;
     s->alloc = a;
     s->generation = generation;
+    s->serial = 1 + atomic_fetch_add_explicit(&snapshot_serial, 1,
+                                              memory_order_relaxed);
     s->fp_seq = base ? base->fp_seq : sy__snap_fp_empty();
     int rc = copy_config(s, base, cfg);
     if (rc)

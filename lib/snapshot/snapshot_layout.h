@@ -129,6 +129,10 @@ struct sy_snapshot {
     sy__match_prep prep; /* read first by every match */
     const sy__alloc *alloc;
     uint64_t generation;
+    /* unique in the process (never reused, whatever the router): what a
+     * match context keys what it resolved in this snapshot by
+     * (select.c's services) */
+    uint64_t serial;
     /* route-sequence fingerprint, kept up to date per change
      * (snapshot_table.c); services are added on first request */
     uint64_t fp_seq;

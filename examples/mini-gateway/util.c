@@ -54,21 +54,41 @@ size_t gw_u64_text(char *dst, uint64_t v) {
                               "4041424344454647484950515253545556575859"
                               "6061626364656667686970717273747576777879"
                               "8081828384858687888990919293949596979899";
-    char d[20];
-    size_t n = 0;
-    while (v >= 100) { /* two digits a division */
-        const char *t = two + 2 * (v % 100);
+    static const uint64_t ten[20] = {1u,
+                                     10u,
+                                     100u,
+                                     1000u,
+                                     10000u,
+                                     100000u,
+                                     1000000u,
+                                     10000000u,
+                                     100000000u,
+                                     1000000000u,
+                                     10000000000u,
+                                     100000000000u,
+                                     1000000000000u,
+                                     10000000000000u,
+                                     100000000000000u,
+                                     1000000000000000u,
+                                     10000000000000000u,
+                                     100000000000000000u,
+                                     1000000000000000000u,
+                                     10000000000000000000u};
+    /* the digit count from the bit width (1233 / 4096 ~ log10 2), then
+     * the digits straight into dst from its end, two a division */
+    unsigned bits = 64u - (unsigned)__builtin_clzll(v | 1u);
+    size_t n = (bits * 1233u >> 12) + 1u;
+    n -= (v | 1u) < ten[n - 1]; /* v | 1: one digit for 0 */
+    char *p = dst + n;
+    while (v >= 100) {
+        p -= 2;
+        memcpy(p, two + 2 * (v % 100), 2);
         v /= 100;
-        d[sizeof d - ++n] = t[1];
-        d[sizeof d - ++n] = t[0];
     }
-    if (v >= 10) {
-        d[sizeof d - ++n] = two[2 * v + 1];
-        d[sizeof d - ++n] = two[2 * v];
-    } else {
-        d[sizeof d - ++n] = (char)('0' + v);
-    }
-    memcpy(dst, d + sizeof d - n, n);
+    if (v >= 10)
+        memcpy(p - 2, two + 2 * v, 2);
+    else
+        p[-1] = (char)('0' + v);
     return n;
 }
 

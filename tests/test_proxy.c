@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <switchyard.h>
 
 static sy_router *new_router(const sy_router_options *o) {
@@ -1138,6 +1139,49 @@ START_TEST(the_service_a_context_resolved_follows_the_snapshot) {
 }
 END_TEST
 
+/* The target's headers leave Host out wherever it stands in the list
+ * (first and last: a slice of the plan's list; elsewhere: a copy), the
+ * others in order; with two, host_header is the last one's. */
+START_TEST(the_target_leaves_host_out_wherever_it_stands) {
+    sy_router *r = new_router(NULL);
+    ck_assert_int_eq(apply(r, "main",
+                           "[{\"id\":\"keep\",\"uri\":\"http://api:81\","
+                           "\"predicates\":[\"Path=/keep\"],"
+                           "\"filters\":[\"PreserveHostHeader\"]}]"),
+                     0);
+    static const char *const orders[][4] = {{"Host", "A", "B", NULL},
+                                            {"A", "Host", "B", NULL},
+                                            {"A", "B", "Host", NULL},
+                                            {"Host", "A", "host", NULL},
+                                            {"Host", NULL, NULL, NULL}};
+    for (size_t c = 0; c < sizeof orders / sizeof orders[0]; c++) {
+        session s = {0};
+        size_t n = 0;
+        for (; n < 4 && orders[c][n]; n++)
+            s.hdrs[n] = (sy_header){{orders[c][n], strlen(orders[c][n])},
+                                    {n ? "v2" : "v1", 2}};
+        sy_target t;
+        sy_error err;
+        ck_assert_ptr_nonnull(match(&s, r, "GET", "h", "/keep"));
+        ck_assert_int_eq(sy_match_target(s.m, NULL, 0, &t, &err), 0);
+        size_t k = 0;
+        const char *host = NULL;
+        for (size_t i = 0; i < n; i++) {
+            if (strcasecmp(orders[c][i], "host") == 0) {
+                host = i ? "v2" : "v1";
+                continue;
+            }
+            ck_assert_uint_gt(t.header_count, k);
+            ck_assert(str_is(t.headers[k++].name, orders[c][i]));
+        }
+        ck_assert_uint_eq(t.header_count, k);
+        ck_assert(str_is(t.host_header, host));
+        session_end(&s);
+    }
+    sy_router_free(r);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("proxy");
     TCase *tc = tcase_create("proxy");
@@ -1168,6 +1212,7 @@ int main(void) {
     tcase_add_test(tc, a_readdressed_instance_does_not_inherit_an_ejection);
     tcase_add_test(tc, explain_forgets_the_last_no_match_reason);
     tcase_add_test(tc, the_service_a_context_resolved_follows_the_snapshot);
+    tcase_add_test(tc, the_target_leaves_host_out_wherever_it_stands);
     tcase_add_test(tc,
                    delta_for_an_unknown_service_says_the_service_is_unknown);
     suite_add_tcase(s, tc);

@@ -34,8 +34,14 @@ static int headers_without_host(sy__arena *scratch, const sy__plan *p,
             at = i;
         }
     size_t n = p->header_count - hosts;
-    if (!hosts || !n) { /* the list as it is, or none left */
+    if (!hosts || !n || (hosts == 1 && at == n)) {
+        /* the list as it is, none left, or all but the last */
         out->headers = p->headers;
+        out->header_count = n;
+        return SY_OK;
+    }
+    if (hosts == 1 && at == 0) { /* all but the first (the usual place) */
+        out->headers = p->headers + 1;
         out->header_count = n;
         return SY_OK;
     }
@@ -56,20 +62,35 @@ static int headers_without_host(sy__arena *scratch, const sy__plan *p,
     return SY_OK;
 }
 
+/* A target's fields of an lb:// instance, for one that has none. */
+static void no_instance(sy_target *out) {
+    out->service = out->instance_id = out->version = out->zone = NULL;
+    out->metadata = NULL;
+    out->metadata_count = 0;
+    out->health = NULL;
+}
+
+/* An error: out zeroed, the code returned. */
+static int failed(sy_target *out, int rc) {
+    memset(out, 0, sizeof *out);
+    return rc;
+}
+
 int sy_match_target(const sy_match *m, const char *const *exclude,
                     size_t exclude_count, sy_target *out, sy_error *err) {
     if (!m || !out || (exclude_count && !exclude))
         return sy__error_set(err, SY_EINVAL, "", "NULL argument");
-    memset(out, 0, sizeof *out);
     sy__plan *p = sy__match_plan(m);
     if (m->plan_rc)
-        return sy__error_set(err, m->plan_rc, "", "%s",
-                             sy_strerror(m->plan_rc));
+        return failed(out, sy__error_set(err, m->plan_rc, "", "%s",
+                                         sy_strerror(m->plan_rc)));
     if (p->action != SY_ACTION_PROXY)
-        return sy__error_set(err, SY_EINVAL, "",
-                             "route '%s' answers the request itself (status "
-                             "%d): it has no upstream target",
-                             m->route->id, p->status);
+        return failed(out,
+                      sy__error_set(err, SY_EINVAL, "",
+                                    "route '%s' answers the request itself "
+                                    "(status %d): it has no upstream target",
+                                    m->route->id, p->status));
+    /* every field of *out is set below, each once (no zeroing first) */
     sy__arena *scratch = &m->ctx->scratch;
     const struct sy_route *r = m->route; /* its upstream as
                                             sy_route_upstream reads it */
@@ -79,19 +100,21 @@ int sy_match_target(const sy_match *m, const char *const *exclude,
     out->query = p->query;
     sy_str kept_host = m->req->host; /* with PreserveHostHeader */
     if (headers_without_host(scratch, p, out, &kept_host))
-        return sy__error_set(err, SY_ENOMEM, "", "out of memory");
-    const char *authority = r->authority;
+        return failed(out, sy__error_set(err, SY_ENOMEM, "", "out of memory"));
+    sy_str authority;
     if (kind == SY_UPSTREAM_URL) {
         out->scheme = sy__route_schemes[r->up_scheme];
         out->host = r->up_host;
         out->port = r->up_port;
+        no_instance(out);
+        authority = (sy_str){r->authority, strlen(r->authority)};
     } else if (kind == SY_UPSTREAM_SERVICE) {
         sy_selection sel;
         sy__pick pick;
         int rc =
             sy__select_for_match(m, exclude, exclude_count, &sel, &pick, err);
         if (rc)
-            return rc;
+            return failed(out, rc);
         out->scheme = sel.scheme;
         out->host = sel.host;
         out->port = sel.port;
@@ -102,11 +125,14 @@ int sy_match_target(const sy_match *m, const char *const *exclude,
         out->metadata = pick.instance->metadata;
         out->metadata_count = pick.instance->metadata_count;
         out->health = pick.health;
-        authority = pick.authority;
-    } else {
-        return SY_OK; /* forward: / no://: path and query only */
+        authority = (sy_str){pick.authority, pick.authority_len};
+    } else { /* forward: / no://: path and query only */
+        out->scheme = out->host = NULL;
+        out->port = 0;
+        no_instance(out);
+        out->host_header = (sy_str){NULL, 0};
+        return SY_OK;
     }
-    out->host_header =
-        p->preserve_host ? kept_host : (sy_str){authority, strlen(authority)};
+    out->host_header = p->preserve_host ? kept_host : authority;
     return SY_OK;
 }

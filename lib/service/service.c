@@ -206,7 +206,10 @@ static int sy__svc_copy_instance(sy__service *s, sy__svc_inst *dst,
     }
     dst->authority = sy__arena_authority(&s->arena, dst->pub.host,
                                          dst->pub.port, dst->pub.secure);
-    return dst->authority ? 0 : SY_ENOMEM;
+    if (!dst->authority)
+        return SY_ENOMEM;
+    dst->authority_len = strlen(dst->authority);
+    return 0;
 }
 
 /* ---------------------------------------------------------------- */

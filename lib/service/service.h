@@ -191,6 +191,7 @@ typedef struct sy__pick {
     const sy_instance *instance;
     const char *version, *zone; /* its metadata values, or NULL */
     const char *authority;      /* the Host header it expects */
+    size_t authority_len;       /* its strlen */
     const void *health;         /* for sy__service_report_outcome */
 } sy__pick;
 

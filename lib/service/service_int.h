@@ -75,6 +75,7 @@ typedef struct sy__svc_inst {
     const char *version, *zone, *hint;
     size_t version_len, zone_len, hint_len;
     const char *authority;  /* the Host header it expects (host[:port]) */
+    size_t authority_len;   /* its strlen */
     sy__svc_health *health; /* never NULL once built */
     const struct sy__service *owner;
 } sy__svc_inst;

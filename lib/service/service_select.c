@@ -452,7 +452,12 @@ int sy__service_select_ex(const sy__service *s, const sy__select_params *p,
                                : (in->pub.secure ? "https" : "http");
     out->service = s->name;
     if (pick)
-        *pick = (sy__pick){&in->pub, in->version, in->zone, in->authority, in};
+        *pick = (sy__pick){.instance = &in->pub,
+                           .version = in->version,
+                           .zone = in->zone,
+                           .authority = in->authority,
+                           .authority_len = in->authority_len,
+                           .health = in};
     return 0;
 }
 

@@ -445,9 +445,12 @@ static void route_walk_begin(route_walk *w, sy_document *d,
     /* without a cache (out of memory) every regex is compiled on its own */
     sy__buf_init(&w->scratch, &d->alloc);
     sy__arena_init(&w->tree, &d->alloc, 4096);
+    /* no live route: no fingerprint to compare (def_route.c) */
+    sy__def_reuse_fn by_fp =
+        reuse && !reuse->none_live ? reuse->by_fingerprint : NULL;
     w->ctx = (sy__def_ctx){&d->alloc,
                            opts->registry,
-                           reuse ? reuse->by_fingerprint : NULL,
+                           by_fp,
                            reuse ? reuse->data : NULL,
                            sy__regex_cache_new(&d->alloc),
                            &w->scratch,
@@ -840,7 +843,7 @@ uint64_t sy_document_fingerprint(const sy_document *doc) {
         return 0;
     uint64_t fp = SEED_DOC;
     for (size_t i = 0; i < doc->route_count; i++)
-        fp = sy__hash_mix(fp, doc->routes[i]->fingerprint);
+        fp = sy__hash_mix(fp, sy__def_route_fp(doc->routes[i]));
     return sy__hash_mix(fp, doc->route_count);
 }
 

@@ -60,6 +60,10 @@ struct sy_document {
     size_t issue_count;
 };
 
+/* A route's fingerprint (route.h), computed here on the first call when
+ * its parse left it to the first reader (def_canon.c). */
+uint64_t sy__def_route_fp(const struct sy_route *r);
+
 /*
  * Asked for each valid route before it is compiled: a live route with this
  * id and fingerprint to share instead (the document takes a reference), or

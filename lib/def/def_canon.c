@@ -667,6 +667,63 @@ int sy__def_canonicalize(struct sy_route *r) {
     return rc;
 }
 
+/* The scratch of sy__def_route_fp: a stack buffer first, the route's
+ * allocator only for a canonical text longer than it (so a reader of a
+ * fingerprint allocates nothing for most routes). */
+enum { FP_STACK = 4096 };
+typedef struct fp_scratch {
+    const sy__alloc *under;
+    char *stack;
+} fp_scratch;
+
+static void *fp_malloc(void *data, size_t n) {
+    const fp_scratch *f = data;
+    return f->under->malloc(f->under->data, n);
+}
+
+static void *fp_realloc(void *data, void *p, size_t n) {
+    const fp_scratch *f = data;
+    if (p != f->stack)
+        return f->under->realloc(f->under->data, p, n);
+    char *q = f->under->malloc(f->under->data, n); /* n > FP_STACK */
+    if (q)
+        memcpy(q, p, FP_STACK);
+    return q;
+}
+
+static void fp_free(void *data, void *p) {
+    const fp_scratch *f = data;
+    if (p != f->stack)
+        f->under->free(f->under->data, p);
+}
+
+/* The hash of the canonical text, computed on the first call for a
+ * route whose parse did not need it (def_route.c: no live route to
+ * share it with, as in a fresh router's first document): written into a
+ * scratch and not kept, as the parse would have. Readers racing compute
+ * and store the same value. Out of memory (a text past FP_STACK bytes):
+ * 0, not kept. */
+uint64_t sy__def_route_fp(const struct sy_route *r) {
+    struct sy_route *m = (struct sy_route *)(uintptr_t)r;
+    uint64_t fp = atomic_load_explicit(&m->fingerprint, memory_order_relaxed);
+    if (fp)
+        return fp;
+    _Alignas(16) char stack[FP_STACK];
+    fp_scratch f = {r->alloc, stack};
+    sy__alloc a = {fp_malloc, fp_realloc, fp_free, &f};
+    sy__buf b = {&a, stack, 0, FP_STACK, false};
+    if (canonicalize(r, &b, NULL, &fp) == SY_OK)
+        atomic_store_explicit(&m->fingerprint, fp, memory_order_relaxed);
+    else
+        fp = 0;
+    sy__buf_free(&b);
+    return fp;
+}
+
+uint64_t sy_route_fingerprint(const sy_route *r) {
+    return r ? sy__def_route_fp(r) : 0;
+}
+
 /* Built on the first call, from the route's fields (the same text the
  * fingerprints hashed), and kept with the route: most routes are never
  * asked, and the text is about a quarter of a small route. */

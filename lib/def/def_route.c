@@ -867,7 +867,11 @@ int sy__def_build_route(const sy__def_ctx *ctx, const cJSON *obj,
      * arena's first chunk, which the compile still allocates from */
     uint64_t fp = 0;
     sy__buf own;
-    if (!rc) {
+    /* only a parse that may share a live route needs the fingerprint
+     * now (compared with the live one's); else it is left to its first
+     * reader (sy__def_route_fp): a fresh router's document writes no
+     * canonical text */
+    if (!rc && ctx->reuse) {
         sy__buf *b = ctx->scratch;
         if (!b)
             sy__buf_init(b = &own, r->alloc);
@@ -878,7 +882,7 @@ int sy__def_build_route(const sy__def_ctx *ctx, const cJSON *obj,
     }
     const struct sy_route *same =
         !rc && ctx->reuse ? ctx->reuse(ctx->reuse_data, r->id, fp) : NULL;
-    if (same && same->fingerprint == fp) {
+    if (same && sy__def_route_fp(same) == fp) {
         /* already compiled and live: share it */
         sy__route_unref(r);
         r = sy__route_ref(same);

@@ -695,10 +695,6 @@ int32_t sy_route_order(const sy_route *r) {
     return r ? r->order : 0;
 }
 
-uint64_t sy_route_fingerprint(const sy_route *r) {
-    return r ? r->fingerprint : 0;
-}
-
 bool sy_route_disabled(const sy_route *r) {
     return r && r->disabled;
 }

@@ -161,8 +161,10 @@ struct sy_route {
      * SY_PRED_OBJECT_BYTES in a row (read with sy__route_cpred), NULL
      * until compiled */
     struct sy__pred *cpred;
-    uint64_t fingerprint; /* of the whole canonical form (what changed in
-                             an updated route: sy__def_route_changes) */
+    /* of the whole canonical form (what changed in an updated route:
+     * sy__def_route_changes); 0 until computed: a parse with no live
+     * route to share leaves it to the first reader (sy__def_route_fp) */
+    _Atomic uint64_t fingerprint;
 };
 
 /* canonical lies exactly over the arena's chunk_size and pad. */

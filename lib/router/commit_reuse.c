@@ -170,7 +170,8 @@ static const struct sy_route *reuse_live(void *data, const char *id,
     uint32_t slot = sy__snapshot_find_slot(rc->work, id);
     if (slot == NONE ||
         sy__snapshot_slot(rc->work, slot)->source != rc->source ||
-        sy__snapshot_slot(rc->work, slot)->route->fingerprint != fingerprint)
+        sy__def_route_fp(sy__snapshot_slot(rc->work, slot)->route) !=
+            fingerprint)
         return NULL;
     return sy__snapshot_slot(rc->work, slot)->route;
 }

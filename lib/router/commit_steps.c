@@ -300,7 +300,8 @@ static int route_change(doc_walk *dw, size_t i, sy_error *err) {
     if (!dw->shared[sl ? slot : w->slot_count])
         dw->keep[dw->kept++] = rt;
     uint64_t key = sy__rank_key(rt->order, dw->si, pos);
-    bool same_meaning = sl && sl->route->fingerprint == rt->fingerprint;
+    bool same_meaning = sl && (sl->route == rt || sy__def_route_fp(sl->route) ==
+                                                      sy__def_route_fp(rt));
     if (same_meaning && sl->key == key)
         return SY_OK; /* unchanged, same rank: shared as it is */
     /* same meaning at a new rank: keep sharing the compiled route */

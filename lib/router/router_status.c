@@ -5,6 +5,7 @@
  * (sy_router_metrics_text). Reads the router under its writer lock, or
  * without it from inside a callback, whose thread holds it already.
  */
+#include "def/def.h"
 #include "router/router_int.h"
 #include "service/service.h"
 #include "snapshot/snapshot.h"
@@ -78,7 +79,8 @@ static void source_fingerprints(const sy_snapshot *s,
         if (sl->source >= SY_MAX_SOURCES)
             continue;
         struct sy__source_memo *o = &m[sl->source];
-        o->fingerprint = sy__hash_mix(o->fingerprint, sl->route->fingerprint);
+        o->fingerprint =
+            sy__hash_mix(o->fingerprint, sy__def_route_fp(sl->route));
         o->routes++;
     }
     for (size_t k = 0; k < SY_MAX_SOURCES; k++)

@@ -77,7 +77,7 @@ int sy__diff_routes(const sy__alloc *a,
         const struct sy_route *o = k == SY_NONE ? NULL : old_routes[k];
         if (o)
             seen[k] = true;
-        if (o && o->fingerprint == n->fingerprint) {
+        if (o && (o == n || sy__def_route_fp(o) == sy__def_route_fp(n))) {
             d->unchanged++; /* the common case: no copy of the id */
             continue;
         }

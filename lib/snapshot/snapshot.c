@@ -520,7 +520,17 @@ static int derive_start(derive *d, const sy__snapshot_config *cfg,
     s->generation = generation;
     s->serial = 1 + atomic_fetch_add_explicit(&snapshot_serial, 1,
                                               memory_order_relaxed);
-    s->fp_seq = base ? base->fp_seq : sy__snap_fp_empty();
+    s->fp_seq = sy__snap_fp_empty();
+    s->fp_lazy = true;
+    if (base && !base->fp_lazy) {
+        s->fp_seq = base->fp_seq;
+        s->fp_lazy = false;
+    } else if (base && atomic_load_explicit(&base->fingerprint_done,
+                                            memory_order_acquire)) {
+        s->fp_seq =
+            atomic_load_explicit(&base->fp_walked, memory_order_relaxed);
+        s->fp_lazy = false;
+    }
     int rc = copy_config(s, base, cfg);
     if (rc)
         return rc;
@@ -853,7 +863,15 @@ uint64_t sy_snapshot_fingerprint(const sy_snapshot *h) {
     sy_snapshot *s = (sy_snapshot *)sy__snapshot_from_handle(h);
     if (atomic_load_explicit(&s->fingerprint_done, memory_order_acquire))
         return atomic_load_explicit(&s->fingerprint, memory_order_relaxed);
-    uint64_t fp = sy__hash_mix(s->fp_seq, s->route_count);
+    uint64_t seq = s->fp_seq;
+    bool whole = true;
+    if (s->fp_lazy) {
+        seq = sy__snap_fp_walk(s, &whole);
+        if (!whole) /* out of memory: asked again, walked again */
+            return sy__hash_mix(seq, s->route_count);
+        atomic_store_explicit(&s->fp_walked, seq, memory_order_relaxed);
+    }
+    uint64_t fp = sy__hash_mix(seq, s->route_count);
     for (size_t i = 0; i < s->service_count; i++)
         if (sy__service_count(s->services[i]))
             fp = sy__hash_mix(fp, sy__service_fingerprint(s->services[i]));

@@ -99,6 +99,11 @@ bool sy__snap_rank_insert(sy_snapshot *s, uint32_t slot);
 bool sy__snap_rank_remove(sy_snapshot *s, uint32_t slot);
 /* The empty sequence's fingerprint. */
 uint64_t sy__snap_fp_empty(void);
+/* The route-sequence fingerprint of s's rank order, walked (each route's
+ * fingerprint computed if it was left to its first reader): what fp_seq
+ * holds when it is kept. *whole: false when a route's could not be
+ * computed (out of memory: sy__def_route_fp's 0 taken in). */
+uint64_t sy__snap_fp_walk(const sy_snapshot *s, bool *whole);
 
 /* Share the base's chunk vectors with room for n more slots and rank
  * chunks; the id table is shared when its capacity suits live + n ids. */

@@ -134,10 +134,16 @@ struct sy_snapshot {
      * (select.c's services) */
     uint64_t serial;
     /* route-sequence fingerprint, kept up to date per change
-     * (snapshot_table.c); services are added on first request */
+     * (snapshot_table.c); services are added on first request. fp_lazy:
+     * not kept (a first document, whose routes' fingerprints are left to
+     * their first reader, or a base that had not been asked): walked
+     * over the routes on first request, into fp_walked, which the next
+     * snapshot takes up if it was asked by then */
     uint64_t fp_seq;
     _Atomic uint64_t fingerprint;
+    _Atomic uint64_t fp_walked;
     _Atomic bool fingerprint_done;
+    bool fp_lazy;
 
     struct sy__crefs *crefs;      /* the chunks' reference counts */
     sy__slot_chunk **slot_chunks; /* slot i: chunk i / SY_CHUNK */

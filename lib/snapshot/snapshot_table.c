@@ -14,6 +14,7 @@
  * id is part of the canonical form), the pairs determine the sequence.
  */
 #include "base/idtab.h"
+#include "def/def.h"
 #include "snapshot/snapshot_int.h"
 
 #define FP_START 0x5354415254ull /* "START" */
@@ -25,6 +26,23 @@ static uint64_t fp_pair(uint64_t a, uint64_t b) {
 
 uint64_t sy__snap_fp_empty(void) {
     return fp_pair(FP_START, FP_END);
+}
+
+/* The sum fp_update keeps: fp_pair of each two neighbours in rank order,
+ * FP_START before the first and FP_END after the last. */
+uint64_t sy__snap_fp_walk(const sy_snapshot *s, bool *whole) {
+    uint64_t seq = 0, prev = FP_START;
+    *whole = true;
+    for (size_t k = 0; k < s->rank_nchunks; k++) {
+        const sy__rank_chunk *c = s->rank_chunks[k];
+        for (uint32_t i = 0; i < c->n; i++) {
+            uint64_t x = sy__def_route_fp(sy__snapshot_slot(s, c->e[i])->route);
+            seq += fp_pair(prev, x);
+            prev = x;
+            *whole = *whole && x;
+        }
+    }
+    return seq + fp_pair(prev, FP_END);
 }
 
 /* ---- shared chunks (snapshot.h) ---- */
@@ -495,7 +513,8 @@ void sy__snap_rank_recount(sy_snapshot *s) {
 /* Index of the chunk where `key` belongs: the last whose first key is
  * below it (or `<=` with after_equal), else 0. */
 static uint64_t fp_of(const sy_snapshot *s, uint32_t slot, uint64_t edge) {
-    return slot == NONE ? edge : sy__snapshot_slot(s, slot)->route->fingerprint;
+    return slot == NONE ? edge
+                        : sy__def_route_fp(sy__snapshot_slot(s, slot)->route);
 }
 
 /* The neighbours of entry i of rank chunk k: the slots before and after
@@ -513,11 +532,13 @@ static void rank_neighbours(const sy_snapshot *s, size_t k, uint32_t i,
 
 /* Entry i of chunk k joins (sign 1) or leaves (sign -1) the sequence. */
 static void fp_update(sy_snapshot *s, size_t k, uint32_t i, int sign) {
+    if (s->fp_lazy) /* walked when asked (sy__snap_fp_walk) */
+        return;
     uint32_t p, n;
     rank_neighbours(s, k, i, &p, &n);
     uint64_t a = fp_of(s, p, FP_START), b = fp_of(s, n, FP_END);
     uint64_t x =
-        sy__snapshot_slot(s, s->rank_chunks[k]->e[i])->route->fingerprint;
+        sy__def_route_fp(sy__snapshot_slot(s, s->rank_chunks[k]->e[i])->route);
     uint64_t with = fp_pair(a, x) + fp_pair(x, b), without = fp_pair(a, b);
     s->fp_seq += sign > 0 ? with - without : without - with;
 }

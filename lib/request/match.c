@@ -99,9 +99,13 @@ prepare(sy_match_ctx *c, const sy_snapshot *s, const sy_request **reqp) {
     int rc = ctx_fit(c, s);
     if (rc)
         return rc;
-    /* an arena the last request left untouched needs no reset */
-    const sy__arena_chunk *h = c->scratch.head;
-    if (h && (h->next || h->used))
+    /* an arena the last request left untouched needs no reset, and one
+     * of a single chunk (no larger than the arena's next would be: what
+     * sy__arena_reset keeps it at) only its count */
+    sy__arena_chunk *h = c->scratch.head;
+    if (h && !h->next && h->size <= c->scratch.chunk_size)
+        h->used = 0;
+    else if (h)
         sy__arena_reset(&c->scratch);
     /* split first: the same pass tells whether the normaliser has anything
      * to look at (match_prep_init's norm_mask, snapshot.c); the inline

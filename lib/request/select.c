@@ -50,6 +50,28 @@ static sy_str cstr(const char *s) {
 }
 
 #define HINT_HEADER "X-SC-LB-Hint"
+#define HINT_LEN (sizeof HINT_HEADER - 1)
+
+/* The first values of the version header (sel's name) and of the hint
+ * header, in one pass over the request's headers (ptr NULL: none). */
+static void selection_headers(const sy_request *req,
+                              const sy__route_select *sel, sy_str *version,
+                              sy_str *hint) {
+    size_t vlen = sel->version_header_len;
+    bool v = false, h = false;
+    *version = *hint = (sy_str){NULL, 0};
+    for (size_t i = 0; i < req->header_count && !(v && h); i++) {
+        sy_str n = req->headers[i].name;
+        if (!v && n.len == vlen && sy__str_ieq(n, sel->version_header, vlen)) {
+            *version = req->headers[i].value;
+            v = true;
+        }
+        if (!h && n.len == HINT_LEN && sy__str_ieq(n, HINT_HEADER, HINT_LEN)) {
+            *hint = req->headers[i].value;
+            h = true;
+        }
+    }
+}
 
 /* The route's settings and the request's headers as selection input,
  * with the exclude list and the snapshot's clock (every field of *p). */
@@ -57,8 +79,8 @@ static void params_of(const struct sy_route *r, const sy_request *req,
                       const sy_snapshot *s, const char *const *exclude,
                       size_t exclude_count, sy__select_params *p) {
     const sy__route_select *sel = sy__route_select_of(r);
-    sy_str version =
-        header_value(req, sel->version_header, sel->version_header_len);
+    sy_str version, hint;
+    selection_headers(req, sel, &version, &hint);
     bool has_version = version.ptr != NULL;
     /* untagged traffic: metadata version-default (the latest unless set) */
     if (!has_version && sel->untagged == SY_UNTAGGED_PINNED) {
@@ -76,7 +98,7 @@ static void params_of(const struct sy_route *r, const sy_request *req,
     p->has_version = has_version;
     p->version = version;
     p->fallback = (sy__version_fallback)sel->fallback;
-    p->hint = header_value(req, HINT_HEADER, sizeof HINT_HEADER - 1);
+    p->hint = hint;
     p->zone = cstr(sel->zone);
     p->policy = (sy__lb_policy)sel->policy;
     p->hash_key = hash_key;

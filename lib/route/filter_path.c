@@ -22,12 +22,12 @@ static bool strip_slice(sy_str p, int64_t parts, sy_str *out) {
             *out = (sy_str){"/", 1};
             return true;
         }
-        const char *t = at;
+        const char *t = at; /* a token of one byte or more */
         while (at < e && *at != '/')
             at++;
-        size_t ts = 0, te = (size_t)(at - t);
-        sy__plan_trim(t, &ts, &te);
-        idx += te > ts; /* a blank token is dropped, not counted */
+        /* a blank token is dropped, not counted */
+        idx += !sy__plan_space(*t) ||
+               sy__plan_has_text((sy_str){t, (size_t)(at - t)});
     }
     if (at == e) { /* nothing left (an empty path too): the join's "/" */
         *out = (sy_str){"/", 1};

@@ -193,30 +193,49 @@ int sy__plan_compute(sy__plan *plan, const sy__filter *const *defaults,
                      size_t filter_count, const sy_request *req,
                      const sy__capture *vars, size_t var_count,
                      pcre2_match_data *md, sy__arena *scratch) {
-    memset(plan, 0, sizeof *plan);
+    /* every field but host_local (read only below host_filter_count, once
+     * host_add pointed host_filters at it), each stored once */
     plan->action = SY_ACTION_PROXY;
+    plan->status = 0;
+    plan->redirect = (sy_str){NULL, 0};
     plan->path = req->path.ptr ? req->path : SY_PLAN_EMPTY;
     plan->query = req->query.ptr ? req->query : SY_PLAN_EMPTY;
-    if (req->header_count) {
-        size_t cap = req->header_count + 8;
-        plan->headers = sy__arena_alloc(scratch, cap * sizeof(sy_header));
-        if (!plan->headers)
+    plan->preserve_host = false;
+    plan->headers = NULL;
+    plan->header_count = plan->header_cap = 0;
+    plan->resp = NULL;
+    plan->resp_count = plan->resp_cap = 0;
+    plan->host_filters = NULL;
+    plan->host_filter_count = plan->host_filter_cap = 0;
+    size_t hn = req->header_count;
+    if (hn) {
+        size_t cap = hn + 8;
+        sy_header *h = sy__arena_alloc(scratch, cap * sizeof(sy_header));
+        if (!h)
             return SY_ENOMEM;
-        memcpy(plan->headers, req->headers,
-               req->header_count * sizeof(sy_header));
-        plan->header_count = req->header_count;
+        if (hn <= 4) /* (a call costs more than a few copies) */
+            for (size_t i = 0; i < hn; i++)
+                h[i] = req->headers[i];
+        else
+            memcpy(h, req->headers, hn * sizeof(sy_header));
+        plan->headers = h;
+        plan->header_count = hn;
         plan->header_cap = cap;
     }
     sy__run r = {plan, req, vars, var_count, md, scratch, false};
     size_t n = default_count > filter_count ? default_count : filter_count;
-    for (size_t i = 0; i < n; i++) {
-        const sy__filter *pair[2] = {i < default_count ? defaults[i] : NULL,
-                                     i < filter_count ? filters[i] : NULL};
-        for (size_t k = 0; k < 2; k++) {
-            int rc = pair[k] ? apply(&r, pair[k]) : 0;
-            if (rc)
-                return rc;
-        }
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        if (i < default_count && defaults[i])
+            rc = apply(&r, defaults[i]);
+        const sy__filter *f = i < filter_count ? filters[i] : NULL;
+        if (rc || !f)
+            continue;
+        /* a proxied route's usual filter without the dispatch */
+        if (f->id == SY_F_STRIP_PREFIX)
+            rc = sy__plan_strip_prefix(&r, f->size) ? 0 : SY_ENOMEM;
+        else
+            rc = apply(&r, f);
     }
-    return 0;
+    return rc;
 }

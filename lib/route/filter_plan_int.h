@@ -30,8 +30,8 @@ static inline sy_str sy__plan_cstr(const char *s) {
 
 /* Java's Character.isWhitespace for ASCII. */
 static inline bool sy__plan_space(char ch) {
-    return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\f' ||
-           ch == '\v';
+    /* ' ', or '\t' '\n' '\v' '\f' '\r' (9-13) */
+    return ch == ' ' || (unsigned char)(ch - '\t') <= '\r' - '\t';
 }
 
 /* StringUtils.hasText: some non-whitespace character. */

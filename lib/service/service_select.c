@@ -362,7 +362,11 @@ static bool sy__svc_eligible(const sy__service *s, uint32_t i,
     for (size_t k = 0; k < p->exclude_count; k++)
         if (p->exclude[k] && strcmp(p->exclude[k], in->pub.id) == 0)
             return false;
-    return panic || !sy__svc_health_ejected(in, p, now);
+    /* an instance never ejected (the usual) answers without the call */
+    return panic ||
+           atomic_load_explicit(&in->health->ejected_until,
+                                memory_order_relaxed) == 0 ||
+           !sy__svc_health_ejected(in, p, now);
 }
 
 /* The first eligible member of g or of its enclosing groups, starting

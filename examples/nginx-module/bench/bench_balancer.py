@@ -8,8 +8,9 @@ then a backend killed under load: client errors of each (idempotent GETs,
   bench_balancer.py MODULE.so [--duration S] [--connections C]
                     [--threads T] [--repeat N] [--sizes 10,10000]
                     [--kill-duration S] [--kill-rate R] [--control]
-                    [--no-kill]
+                    [--no-kill] [--form bare|uri]
   bench_balancer.py MODULE.so --callgrind [--sizes 10] [--requests 500,2500]
+                    [--form bare|uri]
 
 Everything runs on 127.0.0.1 free ports: two backend nginx processes
 (`master_process off`, `return 200`), the measured nginx (2 workers each)
@@ -17,7 +18,13 @@ and wrk. Prints, per size and configuration, the median requests/s and
 p99 and the client errors (non-2xx answers and socket errors), the
 balancer/plain ratios of both, and each one's client errors with a
 backend killed. Asserts nothing. Every run's p99 is printed beside the
-median: on a shared 2-core box they spread by a millisecond. --control
+median: on a shared 2-core box they spread by a millisecond; and so is
+how the run's client connections were spread over the two workers (read
+half way through each run): nginx's workers take connections as they
+wake, a run can go 29/3, and such a run's p99 is one worker's queue,
+whatever the configuration. The module's location sends `proxy_pass
+http://routed;` (--form bare, the default) or `proxy_pass
+http://routed$switchyard_uri;` (--form uri): docs/nginx.md. --control
 adds a second plain nginx with the very same configuration, alternated
 with the other two: its ratio to the first plain is what the bench's
 noise alone gives (an A/A comparison), the yardstick for the balancer's
@@ -134,6 +141,37 @@ def kill_run(port, n, args, workdir, victim):
     t.start()
     r = run_wrk(port, n, a, workdir)
     t.join()
+    return r
+
+
+def worker_split(port):
+    """How the established client connections to port are spread over
+    nginx's workers: their counts, largest first ("20/12")."""
+    out = subprocess.run(["ss", "-tnpH", "state", "established",
+                          "( sport = :%d )" % port], capture_output=True,
+                         text=True).stdout
+    pids = re.findall(r"pid=(\d+)", out)
+    return "/".join(str(c) for c in sorted(
+        (pids.count(p) for p in set(pids)), reverse=True)) or "?"
+
+
+def split_wrk(port, n, args, workdir):
+    """run_wrk, with the connections' spread over the workers read half
+    way through (r["split"]): with one accept queue the workers take the
+    connections as they wake, and a run whose 32 connections went 29/3
+    has one worker doing nearly all the work, whatever the
+    configuration (its p99 shows it)."""
+    import threading
+    seen = {}
+
+    def look():
+        time.sleep(args.duration / 2.0)
+        seen["split"] = worker_split(port)
+    t = threading.Thread(target=look)
+    t.start()
+    r = run_wrk(port, n, args, workdir)
+    t.join()
+    r["split"] = seen.get("split", "?")
     return r
 
 
@@ -310,7 +348,7 @@ def main():
                     # follows the same one
                     for kind, port, ng in targets[i % len(targets):] + \
                             targets[:i % len(targets)]:
-                        runs[kind].append(run_wrk(port, n, args, ng.dir))
+                        runs[kind].append(split_wrk(port, n, args, ng.dir))
                 for kind, rs in runs.items():
                     if rs:
                         results[(kind, n)] = {
@@ -318,6 +356,7 @@ def main():
                             "p99_ms": median([r["p99_ms"] for r in rs]),
                             "errors": sum(client_errors(r) for r in rs),
                             "all": [r["rps"] for r in rs],
+                            "splits": [r["split"] for r in rs],
                             "p99s": [r["p99_ms"] for r in rs]}
             finally:
                 plain.stop()
@@ -360,10 +399,12 @@ def main():
                                       "errors"))
     for (kind, n), r in sorted(results.items(), key=lambda x: (x[0][1],
                                                                x[0][0])):
-        print("%-8d %9s %12.0f %10.2f %8d   runs: %s; p99s: %s" % (
-            n, kind, r["rps"], r["p99_ms"], r["errors"],
-            " ".join("%.0f" % x for x in r["all"]),
-            " ".join("%.2f" % x for x in r["p99s"])))
+        print("%-8d %9s %12.0f %10.2f %8d   runs: %s; p99s: %s; "
+              "connections per worker: %s" % (
+                  n, kind, r["rps"], r["p99_ms"], r["errors"],
+                  " ".join("%.0f" % x for x in r["all"]),
+                  " ".join("%.2f" % x for x in r["p99s"]),
+                  " ".join(r["splits"])))
     for n in sorted({n for _, n in results}):
         p = results.get(("plain", n))
         for kind in ("balancer", "control"):

@@ -451,7 +451,7 @@ def test_proxy_pass_without_variables(env):
             ("GET", "/shop/x/y?z=1", None),
             ("POST", "/post?p=1", body),
             ("PUT", "/a/put/it", body),
-            ("GET", "/bare2/r?fail=B", None)):
+            ("GET", "/bare2/r", None)):
         got = []
         for port in (env.bport, env.cport):
             r = request(port, method, path, headers={"X-Secret": "s"},
@@ -460,9 +460,14 @@ def test_proxy_pass_without_variables(env):
                   % (method, path, port, r.status, r.body[:200]))
             j = r.json()
             got.append((j["method"], j["path"], j["body"], sorted(
-                (k.lower(), v) for k, v in j["headers"])))
-        check(got[0] == got[1], "%s %s: the variable form sent %r, the "
-              "form without variables %r" % (method, path, got[0], got[1]))
+                (k.lower(), v) for k, v in j["headers"]
+                if k.lower() != "host"), j["id"], r.echo_header("Host")))
+        # (an lb:// route's two requests may go to two instances: each
+        # sends its instance's Host; retries are checked below)
+        check(got[0][:4] == got[1][:4] and
+              (got[0][4] != got[1][4] or got[0][5] == got[1][5]),
+              "%s %s: the variable form sent %r, the form without "
+              "variables %r" % (method, path, got[0], got[1]))
     retried = 0
     for _ in range(8):  # each worker's round robin reaches bb
         r = request(env.cport, "GET", "/bare2/r?fail=B")

@@ -254,6 +254,45 @@ def redis_batches(procs, c, be):
     if batch_sha and single_sha:
         batch_equals_runs(c, rport, batch_sha, single_sha)
         ratelimit_ref.compare(c, rport, single_sha, batch_sha)
+    held_while_in_flight(procs, c, be, rproc, rport)
+
+
+def held_while_in_flight(procs, c, be, rproc, rport):
+    """Calls made while a script call is in flight wait for its reply, then
+    go together: A's call sent to a stopped Redis, B and C made in later
+    loop iterations meanwhile: after SIGCONT Redis sees A alone, then one
+    batch of 2 (each a command of its own without the wait)."""
+    g = procs.gateway("--routes", procs.write_file("held.json", burst_doc(be)),
+                      "--redis", "127.0.0.1:%d" % rport,
+                      "--redis-timeout", "5000")
+    c.eq(g.request("GET", "/b/warm")[0], 200, "held: the connection up")
+    keys = "request_rate_limiter.{burst.127.0.0.1}."
+    h.redis_cmd(rport, "DEL", keys + "tokens", keys + "timestamp")
+    h.redis_cmd(rport, "SLOWLOG", "RESET")
+    conns = [http.client.HTTPConnection("127.0.0.1", g.port, timeout=10)
+             for _ in range(3)]
+    for x in conns:
+        x.connect()
+    rproc.send_signal(signal.SIGSTOP)
+    try:
+        for x in conns:
+            x.request("GET", "/b/held")
+            time.sleep(0.15)
+    finally:
+        rproc.send_signal(signal.SIGCONT)
+    res = []
+    for x in conns:
+        r = x.getresponse()
+        r.read()
+        res.append((r.status, r.getheader("X-RateLimit-Remaining")))
+        x.close()
+    c.ok(all(st == 200 and 7 <= int(left) <= 9 for st, left in res),
+         "held: all allowed from the bucket (%r)" % (res,))
+    sent = [len(e[3]) == 10 and int(e[3][9]) or 1
+            for e in reversed(h.redis_cmd(rport, "SLOWLOG", "GET", "100"))
+            if e[3] and e[3][0].upper() == "EVALSHA"]
+    c.eq(sent, [1, 2], "held: A's call alone, B's and C's as one batch "
+         "after A's reply (draws a command: %r)" % sent)
 
 
 # (rate, capacity, requested, tokens, timestamp, now, N): tokens and

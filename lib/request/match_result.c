@@ -36,7 +36,9 @@ sy_str sy_match_var_get(const sy_match *m, const char *name) {
     return (sy_str){NULL, 0};
 }
 
-sy__plan *sy__match_plan_compute(const sy_match *cm) {
+/* (Not inlined into the accessors: their usual path, the plan done, then
+ * sets up no frame.) */
+__attribute__((noinline)) sy__plan *sy__match_plan_compute(const sy_match *cm) {
     /* the plan is computed on first use; the result lives in the context,
      * which the caller owns (one thread at a time) */
     sy_match *m = (sy_match *)(uintptr_t)cm;

@@ -412,6 +412,16 @@ typedef struct route_fields {
     const cJSON *id, *uri, *order, *predicates, *filters, *metadata;
 } route_fields;
 
+/* k (NUL-terminated) is lit: compared byte by byte up to the first
+ * difference, inline (the keys are short; no strcmp call). */
+static inline bool key_eq(const char *k, const char *lit) {
+    size_t i = 0;
+    for (; lit[i]; i++)
+        if (k[i] != lit[i])
+            return false;
+    return k[i] == '\0';
+}
+
 static void find_fields(const cJSON *obj, route_fields *f) {
     memset(f, 0, sizeof *f);
     for (const cJSON *c = obj->child; c; c = c->next) {
@@ -420,16 +430,14 @@ static void find_fields(const cJSON *obj, route_fields *f) {
         if (!k)
             continue;
         switch (k[0]) {
-        case 'i': slot = strcmp(k, "id") == 0 ? &f->id : NULL; break;
-        case 'u': slot = strcmp(k, "uri") == 0 ? &f->uri : NULL; break;
-        case 'o': slot = strcmp(k, "order") == 0 ? &f->order : NULL; break;
+        case 'i': slot = key_eq(k + 1, "d") ? &f->id : NULL; break;
+        case 'u': slot = key_eq(k + 1, "ri") ? &f->uri : NULL; break;
+        case 'o': slot = key_eq(k + 1, "rder") ? &f->order : NULL; break;
         case 'p':
-            slot = strcmp(k, "predicates") == 0 ? &f->predicates : NULL;
+            slot = key_eq(k + 1, "redicates") ? &f->predicates : NULL;
             break;
-        case 'f': slot = strcmp(k, "filters") == 0 ? &f->filters : NULL; break;
-        case 'm':
-            slot = strcmp(k, "metadata") == 0 ? &f->metadata : NULL;
-            break;
+        case 'f': slot = key_eq(k + 1, "ilters") ? &f->filters : NULL; break;
+        case 'm': slot = key_eq(k + 1, "etadata") ? &f->metadata : NULL; break;
         default: break;
         }
         if (slot && !*slot)

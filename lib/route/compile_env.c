@@ -8,7 +8,7 @@ const char *sy__def_arg(const sy__def_entry *e, const char *key) {
     if (!e || !key)
         return NULL;
     for (size_t i = 0; i < e->arg_count; i++)
-        if (strcmp(e->args[i].key, key) == 0)
+        if (sy__arg_key_is(e->args[i].key, key))
             return e->args[i].value;
     return NULL;
 }

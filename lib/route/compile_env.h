@@ -70,6 +70,12 @@ static inline void sy__def_set_factory(sy__def_entry *e,
 
 /* First value of `key`, or NULL. */
 const char *sy__def_arg(const sy__def_entry *e, const char *key);
+/* An argument's key is `key`: most keys are the spec's field names
+ * (def_shortcut.c), the very string a caller names when the linker
+ * merged the two literals, so the pointers are compared first. */
+static inline bool sy__arg_key_is(const char *k, const char *key) {
+    return k == key || strcmp(k, key) == 0;
+}
 /* The value of `key`, or the field's default from the spec, or NULL. */
 const char *sy__def_arg_or_default(const sy__def_entry *e, const char *key);
 

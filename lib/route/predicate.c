@@ -110,7 +110,7 @@ static char *obj_strdup(const sy__compile_env *env, const char *s) {
 static size_t count_args(const sy__def_entry *e, const char *key) {
     size_t n = 0;
     for (size_t i = 0; i < e->arg_count; i++)
-        n += strcmp(e->args[i].key, key) == 0;
+        n += sy__arg_key_is(e->args[i].key, key);
     return n;
 }
 
@@ -132,7 +132,7 @@ static int compile_patterns(sy__pred *p, const sy__def_entry *e,
     if (p->many && !(p->pats = obj_calloc(env, top, n, sizeof *p->pats)))
         return fail_nomem(err, path);
     for (size_t i = 0; i < e->arg_count; i++) {
-        if (strcmp(e->args[i].key, "patterns") != 0)
+        if (!sy__arg_key_is(e->args[i].key, "patterns"))
             continue;
         const char *v = e->args[i].value;
         /* what refile reads (sy_error is ~500 bytes: not cleared whole
@@ -184,7 +184,7 @@ static int compile_methods(sy__pred *p, const sy__def_entry *e,
         return fail(err, SY_EMISSING, path, "methods", 0,
                     "at least one method is required");
     for (size_t i = 0; i < e->arg_count; i++) {
-        if (strcmp(e->args[i].key, "methods") != 0)
+        if (!sy__arg_key_is(e->args[i].key, "methods"))
             continue;
         const char *v = e->args[i].value, *why = NULL;
         /* upper-cased on the stack; kept (allocated) only when it is not
@@ -284,7 +284,7 @@ static int compile_cidrs(sy__pred *p, const sy__def_entry *e,
     if (!p->cidrs)
         return fail_nomem(err, path);
     for (size_t i = 0; i < e->arg_count; i++) {
-        if (strcmp(e->args[i].key, "sources") != 0)
+        if (!sy__arg_key_is(e->args[i].key, "sources"))
             continue;
         const char *why = NULL;
         if (!sy__value_cidr(e->args[i].value, &p->cidrs[p->ncidrs], &why))

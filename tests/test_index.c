@@ -9,6 +9,7 @@
  * the linear scan picks, with the same captures, for hosts that hit, that
  * miss and that are spelled oddly. */
 #include "request/match.h"
+#include "route/predicate_int.h" /* a literal Path's text */
 #include "snapshot/index_int.h"
 #include "snapshot/snapshot_int.h"
 #include "testutil.h"
@@ -987,8 +988,9 @@ END_TEST
 
 /* A key's candidate whose route has, besides its Host, Methods and one
  * literal Path is flagged SY_CAND_LIT with that Path's index (kind 0:
- * Host, then Path: 1); a route of only Methods besides is whole (kind
- * 2), one whose Path is a pattern (kind 5) neither. */
+ * Host, then Path: 1), and without a {var} carries that Path's text
+ * (SY_CAND_VAR1: sy__cand_has_lit); a route of only Methods besides is whole
+ * (kind 2), one whose Path is a pattern (kind 5) neither. */
 START_TEST(a_literal_path_behind_a_key_is_flagged) {
     sy_router *r = router_new_of();
     sy_snapshot *h = sy_router_acquire(r);
@@ -1005,9 +1007,17 @@ START_TEST(a_literal_path_behind_a_key_is_flagged) {
         uint8_t f = key.c[0].flags;
         ck_assert(f & SY_CAND_WALK);
         switch (i % 6) {
-        case 0:
-            ck_assert_uint_eq(f, SY_CAND_WALK | SY_CAND_LIT |
+        case 0: /* no {var}: the literal "/api/data" in the candidate */
+            ck_assert_uint_eq(f, SY_CAND_WALK | SY_CAND_LIT | SY_CAND_VAR1 |
                                      1u << SY_CAND_LIT_SHIFT);
+            ck_assert(sy__cand_has_lit(&key.c[0]));
+            {
+                sy_str lit = sy__cand_lit_text(&key.c[0]);
+                ck_assert_uint_eq(lit.len, 9);
+                ck_assert(memcmp(lit.ptr, "/api/data", 9) == 0);
+                ck_assert_uint_eq(key.c[0].vars & SY_CAND_LIT_REST, 0);
+                ck_assert_uint_ne(key.c[0].vars & SY_CAND_LIT_TRAILING, 0);
+            }
             seen[0]++;
             break;
         case 2:
@@ -1023,6 +1033,81 @@ START_TEST(a_literal_path_behind_a_key_is_flagged) {
     ck_assert_uint_eq(seen[0], N / 6);
     ck_assert_uint_eq(seen[1], N / 6);
     ck_assert_uint_eq(seen[2], N / 6);
+    sy_snapshot_release(h);
+    sy_router_free(r);
+}
+END_TEST
+
+/* A key's route of a literal Path in each form (a last "**", exact, no
+ * trailing slash, the root) with a catch-all route of the same Host
+ * after it: the candidate carries the Path's text, length and options as
+ * the route's predicate holds them (sy__cand_has_lit), and matching,
+ * which then compares the path with that text alone, picks what the scan
+ * picks for paths on each side of each literal. */
+START_TEST(a_keys_literal_path_is_in_its_candidate) {
+    enum { K = 40 };
+    static const char *const forms[] = {"/api/**", "/api/data",
+                                        "/api/data,false", "/"};
+    char *doc = malloc((size_t)K * 300 + 16);
+    ck_assert_ptr_nonnull(doc);
+    size_t o = 0;
+    doc[o++] = '[';
+    for (size_t j = 0; j < K; j++)
+        o += (size_t)sprintf(
+            doc + o,
+            "%s{\"id\":\"l%zu\",\"uri\":\"http://b\",\"order\":1,"
+            "\"predicates\":[\"Host=l%zu.example.com\",\"Path=%s\"]},"
+            "{\"id\":\"c%zu\",\"uri\":\"http://b\",\"order\":2,"
+            "\"predicates\":[\"Host=l%zu.example.com\"]}",
+            j ? "," : "", j, j, forms[j % 4], j, j);
+    doc[o++] = ']';
+    sy_router *r = sy_test_router(doc, o);
+    free(doc);
+    sy_snapshot *h = sy_router_acquire(r);
+    const sy__index *ix = sy__snapshot_from_handle(h)->base;
+    sy_match_ctx *ctx;
+    ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
+    static const char *const paths[] = {
+        "/api",       "/api/",       "/api/data", "/api/data/",
+        "/api/datax", "/api/data/x", "/apix",     "/ap",
+        "/",          "//",          "/x"};
+    size_t lit_hits = 0;
+    for (size_t j = 0; j < K; j++) {
+        char host[64];
+        snprintf(host, sizeof host, "l%zu.example.com", j);
+        sy__cand_list key;
+        ck_assert(sy__index_host_exact(ix, (sy_str){host, strlen(host)}, &key));
+        ck_assert_uint_eq(key.len, 2);
+        const sy__cand *cd = &key.c[0];
+        ck_assert(sy__cand_has_lit(cd));
+        const sy__pred *p =
+            sy__route_cpred(cd->route, cd->flags >> SY_CAND_LIT_SHIFT);
+        sy_str lit = sy__cand_lit_text(cd);
+        ck_assert_uint_eq(lit.len, p->lit_len);
+        ck_assert_ptr_eq(lit.ptr, p->lit_src);
+        ck_assert_uint_eq(!!(cd->vars & SY_CAND_LIT_REST), p->lit_rest);
+        ck_assert_uint_eq(!!(cd->vars & SY_CAND_LIT_TRAILING), p->trailing);
+        ck_assert(!sy__cand_has_lit(&key.c[1])); /* no Path */
+        for (size_t k = 0; k < sizeof paths / sizeof *paths; k++) {
+            sy_request req = SY_REQUEST_INIT;
+            req.method = (sy_str){"GET", 3};
+            req.path = (sy_str){paths[k], strlen(paths[k])};
+            req.host = (sy_str){host, strlen(host)};
+            sy_match *a = NULL, *b = NULL;
+            ck_assert_int_eq(sy_snapshot_match(h, ctx, &req, &a), 0);
+            const sy_route *ra = a ? sy_match_route(a) : NULL;
+            ck_assert_int_eq(sy_snapshot_match_linear(h, ctx, &req, &b), 0);
+            const sy_route *rb = b ? sy_match_route(b) : NULL;
+            ck_assert_msg(ra == rb, "%s%s: index %s, scan %s", host, paths[k],
+                          ra ? sy_route_id(ra) : "-",
+                          rb ? sy_route_id(rb) : "-");
+            lit_hits += ra && sy_route_id(ra)[0] == 'l';
+        }
+    }
+    /* each form holds for some paths: the last-"**" one for 5 of them,
+     * the exact one 2, without a trailing slash 1, the root 1 or 2 */
+    ck_assert_uint_ge(lit_hits, (size_t)K / 4 * 8);
+    sy_match_ctx_free(ctx);
     sy_snapshot_release(h);
     sy_router_free(r);
 }
@@ -1131,6 +1216,7 @@ int main(void) {
     tcase_add_test(tl,
                    segments_of_each_length_are_keyed_as_the_scan_reads_them);
     tcase_add_test(tl, the_child_table_spreads_one_segment_under_many_parents);
+    tcase_add_test(tl, a_keys_literal_path_is_in_its_candidate);
     suite_add_tcase(s, tl);
     return sy_test_run(s);
 }

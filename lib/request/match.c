@@ -493,6 +493,15 @@ static inline bool cand_holds(sy_match_ctx *c, const sy_snapshot *s,
                (mbit != 31 || cd->methods == UINT32_MAX) && c->path.flat.ptr) {
         /* the methods hold (the mask), the Host is proven: the Path is
          * the first that could fail, and no Method failure is noted */
+        if (sy__cand_lit_here(cd)) { /* the route's lines not read */
+            uint32_t v = cd->vars;
+            sy_str lit = sy__cand_lit_text(cd);
+            if (!sy__lit_flat(lit.ptr, lit.len, v & SY_CAND_LIT_REST,
+                              v & SY_CAND_LIT_TRAILING, c->path.flat))
+                return false;
+            c->ev.ncaps = 0;
+            return true;
+        }
         if (!sy__pred_lit_flat(
                 sy__route_cpred(r, cd->flags >> SY_CAND_LIT_SHIFT),
                 c->path.flat))

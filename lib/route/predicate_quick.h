@@ -14,17 +14,22 @@
 /* A literal Path on plain segments of one rooted path (f, the segments'
  * flat): "/" + each segment is the path itself, and a literal segment
  * holds no '/', so equal segments are an equal prefix ending where a
- * segment does. */
+ * segment does. The literal: its text and length, its last "**" (rest),
+ * its trailing-slash option (an index candidate carries them too:
+ * sy__cand_lit_pack). */
 static inline __attribute__((always_inline)) bool
-sy__pred_lit_flat(const sy__pred *p, sy_str f) {
-    size_t len = p->lit_len;
-    const char *lit = p->lit_src;
+sy__lit_flat(const char *lit, size_t len, bool rest, bool trailing, sy_str f) {
     if (f.len < len || !sy__bytes_eq(f.ptr, lit, len))
         return false;
     if (f.len == len)
         return true;
-    return f.ptr[len] == '/' &&
-           (p->lit_rest || (p->trailing && f.len == len + 1));
+    return f.ptr[len] == '/' && (rest || (trailing && f.len == len + 1));
+}
+
+/* The same for literal Path predicate p. */
+static inline __attribute__((always_inline)) bool
+sy__pred_lit_flat(const sy__pred *p, sy_str f) {
+    return sy__lit_flat(p->lit_src, p->lit_len, p->lit_rest, p->trailing, f);
 }
 
 /* Whether header h has the name of Header predicate p: the length first

@@ -56,6 +56,7 @@
 #include "snapshot/index_lookup.h"
 
 #include "route/predicate.h"
+#include "route/predicate_int.h" /* a literal Path's text (SY_CAND_LIT) */
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -390,8 +391,19 @@ rinfo sy__ix_route_info(builder *b, const struct sy_route *r) {
         if (!other && !ndims[1 - d])
             ri.flags[d] |= SY_CAND_WHOLE;
         else if (d == 1 && !other && ndims[0] == 1 && path_lit &&
-                 at[0] <= SY_CAND_LIT_MAX)
+                 at[0] <= SY_CAND_LIT_MAX) {
             ri.flags[1] |= (uint8_t)(SY_CAND_LIT | at[0] << SY_CAND_LIT_SHIFT);
+            if (!ri.nvars[1]) { /* the literal in the candidate */
+                const sy__pred *lp = sy__route_cpred(r, at[0]);
+                uint32_t v =
+                    sy__cand_lit_pack(r, lp->lit_src, lp->lit_len, lp->lit_rest,
+                                      lp->trailing, &one);
+                if (one) {
+                    ri.vars[1] = v;
+                    ri.flags[1] |= SY_CAND_VAR1;
+                }
+            }
+        }
     }
     return ri;
 }

@@ -49,7 +49,9 @@ typedef struct sy__cand {
      * ones without one: a clear bit is a sure failure; bit 31 (another
      * method) only a "maybe" */
     uint32_t methods;
-    uint32_t vars;  /* SY_CAND_WHOLE: first of nvars entries of ix vars */
+    /* the first of nvars entries of the index's var pool; SY_CAND_VAR1:
+     * the one var, or with SY_CAND_LIT and no var the literal Path */
+    uint32_t vars;
     uint16_t nvars; /* SY_CAND_WALK: its var pool entries */
     uint8_t flags;
     uint8_t pred; /* SY_CAND_WALK: the route's predicate it proves */
@@ -111,6 +113,44 @@ static inline const sy__cand_var *sy__cand_vars(const sy__cand_var *pool,
                        (uintptr_t)(intptr_t)(int16_t)(v & 0xffffu));
     *one = (sy__cand_var){{len || (v & 0xffffu) ? name : NULL, len}, v >> 24};
     return one;
+}
+
+/* SY_CAND_LIT with SY_CAND_VAR1 and no var (nvars 0): `vars` is the
+ * literal Path itself, packed as a {var} is (its text within 32 KiB of
+ * its route): the text's offset from the route (int16), its length (<
+ * 256), bit 24 its last "**" (lit_rest), bit 25 its trailing-slash
+ * option. The matcher then compares the path with the text alone: a cold
+ * Host route's lookup reads neither the route's struct nor its predicate,
+ * two dependent lines (docs/performance.md, "the Host route's literal in
+ * its candidate"). */
+#define SY_CAND_LIT_REST (1u << 24)
+#define SY_CAND_LIT_TRAILING (1u << 25)
+static inline uint32_t sy__cand_lit_pack(const struct sy_route *r,
+                                         const char *text, size_t len,
+                                         bool rest, bool trailing, bool *ok) {
+    intptr_t off = (intptr_t)((uintptr_t)text - (uintptr_t)(const void *)r);
+    *ok = text && off >= INT16_MIN && off <= INT16_MAX && len < 256;
+    return (uint32_t)(uint16_t)(int16_t)off | (uint32_t)len << 16 |
+           (rest ? SY_CAND_LIT_REST : 0) |
+           (trailing ? SY_CAND_LIT_TRAILING : 0);
+}
+
+/* Whether candidate cd, SY_CAND_LIT, carries its literal Path (above). */
+static inline bool sy__cand_lit_here(const struct sy__cand *cd) {
+    return !cd->nvars && (cd->flags & SY_CAND_VAR1);
+}
+
+/* Whether candidate cd carries its literal Path (above). */
+static inline bool sy__cand_has_lit(const struct sy__cand *cd) {
+    return (cd->flags & SY_CAND_LIT) && sy__cand_lit_here(cd);
+}
+
+/* A candidate's literal Path (sy__cand_has_lit): its text and length. */
+static inline sy_str sy__cand_lit_text(const struct sy__cand *cd) {
+    uint32_t v = cd->vars;
+    return (sy_str){(const char *)((uintptr_t)(const void *)cd->route +
+                                   (uintptr_t)(intptr_t)(int16_t)(v & 0xffffu)),
+                    v >> 16 & 0xffu};
 }
 
 /* A candidate list in ascending rank key order. */

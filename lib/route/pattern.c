@@ -631,6 +631,14 @@ sy__seg_kind sy__pattern_segment_kind(const sy__pattern *p, size_t i) {
     }
 }
 
+sy__seg_kind sy__pattern_segment(const sy__pattern *p, size_t i, sy_str *lit) {
+    const sy__pelem *el = &p->elems[i];
+    if (el->kind != PE_LITERAL)
+        return sy__pattern_segment_kind(p, i);
+    *lit = (sy_str){p->src + el->offset, el->len};
+    return SY_SEG_LITERAL;
+}
+
 sy_str sy__pattern_literal(const sy__pattern *p, size_t i) {
     const sy__pelem *el = &p->elems[i];
     if (el->kind != PE_LITERAL)

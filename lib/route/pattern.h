@@ -171,6 +171,10 @@ typedef enum sy__seg_kind {
 size_t sy__pattern_segment_count(const sy__pattern *p);
 sy__seg_kind sy__pattern_segment_kind(const sy__pattern *p, size_t i);
 sy_str sy__pattern_literal(const sy__pattern *p, size_t i);
+/* sy__pattern_segment_kind of segment i and, for SY_SEG_LITERAL only,
+ * its sy__pattern_literal in *lit: the index's walks ask both of each
+ * segment (one call instead of two). */
+sy__seg_kind sy__pattern_segment(const sy__pattern *p, size_t i, sy_str *lit);
 /* Segment i is a plain "{name}" (any one non-empty segment or label,
  * captured whole, as decoded): its name; anything else gives {NULL, 0}, so
  * does a host variable whose name the pattern uses twice (which value

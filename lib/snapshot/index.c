@@ -228,13 +228,12 @@ static uint32_t insert_pattern(builder *b, uint32_t root, const sy__pattern *p,
     *kind = L_TERM;
     for (size_t k = 0; k < n && node != NONE; k++) {
         size_t i = reversed ? n - 1 - k : k;
-        sy__seg_kind sk = sy__pattern_segment_kind(p, i);
+        sy_str lit = {"", 0};
+        sy__seg_kind sk = sy__pattern_segment(p, i, &lit);
         if (sk == SY_SEG_MULTI || sk == SY_SEG_REST) {
             *kind = L_MULTI;
             return node;
         }
-        sy_str lit =
-            sk == SY_SEG_LITERAL ? sy__pattern_literal(p, i) : (sy_str){"", 0};
         node = sk == SY_SEG_LITERAL && lit.len <= UINT16_MAX
                    ? literal_child(b, node, lit)
                    : wild_child(b, node);
@@ -284,13 +283,14 @@ static bool pattern_walkable(const sy__pattern *p, bool host,
     size_t n = sy__pattern_segment_count(p), vars = 0;
     *single = 0;
     for (size_t i = 0; i < n; i++) {
-        sy__seg_kind k = sy__pattern_segment_kind(p, i);
+        sy_str lit;
+        sy__seg_kind k = sy__pattern_segment(p, i, &lit);
         if (k == SY_SEG_MULTI) {
             if (i != (host ? 0 : n - 1))
                 return false;
             continue;
         } else if (k == SY_SEG_LITERAL) {
-            if (sy__pattern_literal(p, i).len > UINT16_MAX)
+            if (lit.len > UINT16_MAX)
                 return false;
             continue;
         } else if (sy__pattern_segment_var(p, i).ptr) {

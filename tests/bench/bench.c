@@ -104,6 +104,7 @@ static const char *const case_names[] = {
     "policy/breaker",
     "policy/breaker-100k-names",
     "policy/breaker-100k-match-only",
+    "proxy/lb-strip",
 };
 #define NCASES (sizeof case_names / sizeof case_names[0])
 
@@ -1408,6 +1409,7 @@ int main(int argc, char **argv) {
     case_snapshot();
     case_select();
     case_policy();
+    case_proxy();
     case_scale();
     g_load_end = baseline("end");
     misses_print();

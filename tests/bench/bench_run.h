@@ -75,5 +75,7 @@ void memory_forked(const char *name, table_gen gen, size_t n);
 void case_scale(void);
 /* bench_policy.c: the policy/ cases (rate limits, breakers). */
 void case_policy(void);
+/* bench_proxy.c: the proxy/ case (a proxied request's library work). */
+void case_proxy(void);
 
 #endif

@@ -46,17 +46,26 @@ static size_t authority_len(const char *s) {
     return n;
 }
 
-/* The scheme named by lower-case `s` (n bytes), or SY_SCHEME_NONE. */
+/* The scheme named by lower-case `s` (n bytes), or SY_SCHEME_NONE: the
+ * names of sy__route_schemes taken in a uri (http, https, ws, wss, lb,
+ * forward, no), told apart by length first. */
 static sy__route_scheme scheme_of(const char *s, size_t n) {
-    static const uint8_t ids[] = {
-        SY_SCHEME_HTTP, SY_SCHEME_HTTPS,   SY_SCHEME_WS, SY_SCHEME_WSS,
-        SY_SCHEME_LB,   SY_SCHEME_FORWARD, SY_SCHEME_NO};
-    for (size_t i = 0; i < sizeof ids; i++) {
-        const char *name = sy__route_schemes[ids[i]];
-        if (name[0] == s[0] && strlen(name) == n && memcmp(name, s, n) == 0)
-            return (sy__route_scheme)ids[i];
+    switch (n) {
+    case 2:
+        if (memcmp(s, "lb", 2) == 0)
+            return SY_SCHEME_LB;
+        if (memcmp(s, "ws", 2) == 0)
+            return SY_SCHEME_WS;
+        return memcmp(s, "no", 2) == 0 ? SY_SCHEME_NO : SY_SCHEME_NONE;
+    case 3: return memcmp(s, "wss", 3) == 0 ? SY_SCHEME_WSS : SY_SCHEME_NONE;
+    case 4: return memcmp(s, "http", 4) == 0 ? SY_SCHEME_HTTP : SY_SCHEME_NONE;
+    case 5:
+        return memcmp(s, "https", 5) == 0 ? SY_SCHEME_HTTPS : SY_SCHEME_NONE;
+    case 7:
+        return memcmp(s, "forward", 7) == 0 ? SY_SCHEME_FORWARD
+                                            : SY_SCHEME_NONE;
+    default: return SY_SCHEME_NONE;
     }
-    return SY_SCHEME_NONE;
 }
 
 /* The Host header for host h and r->up_port, in r's strings (exactly its

@@ -776,11 +776,19 @@ START_TEST(regex_match_context_fits_the_counted_room) {
     static const size_t regex[] = {1, 1, 1, 0, 0, 1, 0};
     for (size_t k = 0; k < sizeof pats / sizeof *pats; k++) {
         const char *s = pats[k];
-        size_t len = strlen(s), seps = 0, braces = 0;
+        size_t len = strlen(s), seps = 0, braces = 0, globs = 0;
         for (size_t i = 0; i < len; i++)
-            seps += s[i] == '/', braces += s[i] == '{';
-        size_t pieces = sy__pattern_regex_pieces(s, len, '/', true);
+            seps += s[i] == '/', braces += s[i] == '{',
+                globs += strchr("{}*?", s[i]) && s[i];
+        size_t pieces = sy__pattern_regex_pieces(s, len, '/', true, SIZE_MAX);
         ck_assert_msg(pieces == regex[k], "%s: %zu pieces", s, pieces);
+        /* told how many glob characters there are, it stops once it met
+         * them all: the same count, from either end */
+        ck_assert_uint_eq(sy__pattern_regex_pieces(s, len, '/', true, globs),
+                          pieces);
+        ck_assert_uint_eq(
+            sy__pattern_regex_pieces(s, len, '.', true, globs),
+            sy__pattern_regex_pieces(s, len, '.', true, SIZE_MAX));
         sy__arena ar;
         sy__arena_init(&ar, &A, 4096);
         sy__pattern *p = NULL;

@@ -575,19 +575,20 @@ static bool item_rooted(const char *s) {
 }
 
 /* What count_text adds a byte of a pattern predicate's text: four 16-bit
- * counts in a word (',', the separator, '{', the glob characters '{', '*'
- * and '?'), one table a separator, so a byte costs a load and an add. */
+ * counts in a word (',', the separator, '{', the glob characters '{',
+ * '}', '*' and '?'), one table a separator, so a byte costs a load and
+ * an add. */
 #define T_COMMA 1ull
 #define T_SEP (1ull << 16)
 #define T_BRACE (1ull << 32)
 #define T_GLOB (1ull << 48)
 static const uint64_t text_add_path[256] = {
     [','] = T_COMMA, ['/'] = T_SEP,  ['{'] = T_BRACE | T_GLOB,
-    ['*'] = T_GLOB,  ['?'] = T_GLOB,
+    ['}'] = T_GLOB,  ['*'] = T_GLOB, ['?'] = T_GLOB,
 };
 static const uint64_t text_add_host[256] = {
     [','] = T_COMMA, ['.'] = T_SEP,  ['{'] = T_BRACE | T_GLOB,
-    ['*'] = T_GLOB,  ['?'] = T_GLOB,
+    ['}'] = T_GLOB,  ['*'] = T_GLOB, ['?'] = T_GLOB,
 };
 
 /* One pass over an argument text: its ',' (list items) and, for a
@@ -612,7 +613,7 @@ static size_t count_text(const char *s, char sep, text_counts *tc) {
     for (p = s; commas && (p = strchr(p, ',')); p++, commas--)
         tc->rooted += item_rooted(p + 1);
     if (glob) /* the pieces that may make a regex (a match context each) */
-        tc->regex += sy__pattern_regex_pieces(s, len, sep, true);
+        tc->regex += sy__pattern_regex_pieces(s, len, sep, true, glob);
     return len;
 }
 

@@ -72,20 +72,53 @@ static bool piece_end(char c, char sep, bool commas) {
 
 /* Only the pieces around a glob character are looked at: the bytes
  * between are skipped one table test each (most of a pattern's text). */
+/* The piece around the glob character at i: [*start, *end). */
+static void piece_at(const char *s, size_t len, size_t i, char sep, bool commas,
+                     size_t *start, size_t *end) {
+    size_t b = i, e = i + 1;
+    while (b > 0 && !piece_end(s[b - 1], sep, commas))
+        b--;
+    while (e < len && !piece_end(s[e], sep, commas))
+        e++;
+    *start = b;
+    *end = e;
+}
+
+/* The glob characters of a piece: those piece_may_regex passes ("*",
+ * "**", "{name}", "{*name}") told by their form, others counted. */
+static size_t piece_globs(const char *s, size_t n, bool may_regex) {
+    if (!may_regex)
+        return s[0] == '*' ? n : s[1] == '*' ? 3 : 2;
+    size_t g = 0;
+    for (size_t k = 0; k < n; k++)
+        g += (cls[(unsigned char)s[k]] & C_GLOB) != 0;
+    return g;
+}
+
 size_t sy__pattern_regex_pieces(const char *s, size_t len, char sep,
-                                bool commas) {
-    size_t count = 0;
-    for (size_t i = 0; i < len;) {
+                                bool commas, size_t globs) {
+    size_t count = 0, seen = 0, start, end;
+    if (sep == '/') { /* from the end */
+        for (size_t i = len; i > 0 && seen < globs;) {
+            if (!(cls[(unsigned char)s[--i]] & C_GLOB))
+                continue;
+            piece_at(s, len, i, sep, commas, &start, &end);
+            bool rx = piece_may_regex(s + start, end - start);
+            count += rx;
+            seen += piece_globs(s + start, end - start, rx);
+            i = start; /* next: before the piece's separator */
+        }
+        return count;
+    }
+    for (size_t i = 0; i < len && seen < globs;) {
         if (!(cls[(unsigned char)s[i]] & C_GLOB)) {
             i++;
             continue;
         }
-        size_t start = i, end = i + 1;
-        while (start > 0 && !piece_end(s[start - 1], sep, commas))
-            start--;
-        while (end < len && !piece_end(s[end], sep, commas))
-            end++;
-        count += piece_may_regex(s + start, end - start);
+        piece_at(s, len, i, sep, commas, &start, &end);
+        bool rx = piece_may_regex(s + start, end - start);
+        count += rx;
+        seen += piece_globs(s + start, end - start, rx);
         i = end + 1; /* past the piece's separator */
     }
     return count;
@@ -352,8 +385,8 @@ static int compile(const sy__alloc *a, sy__arena *ar, sy__arena_chunk *top,
                              "pattern too long");
     count_classes(src, len, host, &nsep, &nbrace, &nglob);
     /* a slot for the match context only when a regex may be made */
-    bool slot = nglob &&
-                sy__pattern_regex_pieces(src, len, host ? '.' : '/', false) > 0;
+    bool slot = nglob && sy__pattern_regex_pieces(src, len, host ? '.' : '/',
+                                                  false, nglob) > 0;
     size_t nelem = host ? nsep + 3 : len ? nsep + (src[0] == '/' ? 0 : 1) : 0;
     if (nelem > SY_PATTERN_ELEMS_MAX) {
         /* the separator that makes one element too many */

@@ -104,9 +104,12 @@ int sy__pattern_compile_at(const sy__alloc *a, sy__arena *ar,
 /* The pieces of s[0, len) (split at `sep` and, with `commas`, at ','
  * too) that may compile to a regex: those with a glob character ('{',
  * '}', '*', '?') other than "*", "**", "{name}" and "{*name}". At least
- * the number of patterns of a list that make a regex. */
+ * the number of patterns of a list that make a regex. `globs`: how many
+ * glob characters s holds (SIZE_MAX: not known); the scan stops once it
+ * has met them all, and it runs from the end for a path ('/': its globs
+ * are mostly in its last segments), from the start for a host. */
 size_t sy__pattern_regex_pieces(const char *s, size_t len, char sep,
-                                bool commas);
+                                bool commas, size_t globs);
 /* What sy__pattern_compile_in takes from an arena at most, alignment
  * included, for `npatterns` patterns whose texts hold `nsep` separators
  * ('/' for paths, '.' for hosts), `nbrace` '{' and `nregex` pieces that

@@ -46,17 +46,15 @@ static size_t authority_len(const char *s) {
     return n;
 }
 
-/* The scheme named by lower-case `s` (n bytes), or SY_SCHEME_NONE: the
- * names of sy__route_schemes taken in a uri (http, https, ws, wss, lb,
- * forward, no), told apart by length first. */
+/* The scheme a uri takes named by lower-case `s` (n bytes), by its
+ * length first, or SY_SCHEME_NONE. */
 static sy__route_scheme scheme_of(const char *s, size_t n) {
     switch (n) {
     case 2:
-        if (memcmp(s, "lb", 2) == 0)
-            return SY_SCHEME_LB;
-        if (memcmp(s, "ws", 2) == 0)
-            return SY_SCHEME_WS;
-        return memcmp(s, "no", 2) == 0 ? SY_SCHEME_NO : SY_SCHEME_NONE;
+        return memcmp(s, "lb", 2) == 0   ? SY_SCHEME_LB
+               : memcmp(s, "ws", 2) == 0 ? SY_SCHEME_WS
+               : memcmp(s, "no", 2) == 0 ? SY_SCHEME_NO
+                                         : SY_SCHEME_NONE;
     case 3: return memcmp(s, "wss", 3) == 0 ? SY_SCHEME_WSS : SY_SCHEME_NONE;
     case 4: return memcmp(s, "http", 4) == 0 ? SY_SCHEME_HTTP : SY_SCHEME_NONE;
     case 5:
@@ -421,14 +419,10 @@ typedef struct route_fields {
     const cJSON *id, *uri, *order, *predicates, *filters, *metadata;
 } route_fields;
 
-/* k (NUL-terminated) is lit: compared byte by byte up to the first
- * difference, inline (the keys are short; no strcmp call). */
 static inline bool key_eq(const char *k, const char *lit) {
-    size_t i = 0;
-    for (; lit[i]; i++)
-        if (k[i] != lit[i])
-            return false;
-    return k[i] == '\0';
+    while (*lit && *k == *lit)
+        k++, lit++;
+    return *k == *lit;
 }
 
 static void find_fields(const cJSON *obj, route_fields *f) {
@@ -575,9 +569,8 @@ static bool item_rooted(const char *s) {
 }
 
 /* What count_text adds a byte of a pattern predicate's text: four 16-bit
- * counts in a word (',', the separator, '{', the glob characters '{',
- * '}', '*' and '?'), one table a separator, so a byte costs a load and
- * an add. */
+ * counts in a word (',', the separator, '{', the globs "{}*?"), one
+ * table a separator, so a byte costs a load and an add. */
 #define T_COMMA 1ull
 #define T_SEP (1ull << 16)
 #define T_BRACE (1ull << 32)
@@ -885,10 +878,8 @@ int sy__def_build_route(const sy__def_ctx *ctx, const cJSON *obj,
      * arena's first chunk, which the compile still allocates from */
     uint64_t fp = 0;
     sy__buf own;
-    /* only a parse that may share a live route needs the fingerprint
-     * now (compared with the live one's); else it is left to its first
-     * reader (sy__def_route_fp): a fresh router's document writes no
-     * canonical text */
+    /* needed now only to share a live route; else left to its first
+     * reader (sy__def_route_fp): a first document writes no canonical */
     if (!rc && ctx->reuse) {
         sy__buf *b = ctx->scratch;
         if (!b)

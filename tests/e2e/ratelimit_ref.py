@@ -14,9 +14,8 @@ a call whose arguments are not numbers (an error either way).
 """
 import socket
 
-import gwharness as h
-
-REF_SINGLE = """\
+# what both scripts share: their keys, arguments and the stored bucket
+REF_PROLOGUE = """\
 if redis.replicate_commands then redis.replicate_commands() end
 local tokens_key = KEYS[1]
 local stamp_key = KEYS[2]
@@ -30,6 +29,9 @@ local last = tonumber(redis.call('GET', tokens_key))
 if last == nil then last = capacity end
 local stamp = tonumber(redis.call('GET', stamp_key))
 if stamp == nil then stamp = 0 end
+"""
+
+REF_SINGLE = REF_PROLOGUE + """\
 local filled = math.min(capacity, last + math.max(0, now - stamp) * rate)
 local left = filled
 local ok = 0
@@ -44,20 +46,7 @@ end
 return { ok, left }
 """
 
-REF_BATCH = """\
-if redis.replicate_commands then redis.replicate_commands() end
-local tokens_key = KEYS[1]
-local stamp_key = KEYS[2]
-local rate = tonumber(ARGV[1])
-local capacity = tonumber(ARGV[2])
-local now = tonumber(ARGV[3])
-if now == nil then now = tonumber(redis.call('TIME')[1]) end
-local requested = tonumber(ARGV[4])
-local ttl = math.floor(2 * (capacity / rate))
-local last = tonumber(redis.call('GET', tokens_key))
-if last == nil then last = capacity end
-local stamp = tonumber(redis.call('GET', stamp_key))
-if stamp == nil then stamp = 0 end
+REF_BATCH = REF_PROLOGUE + """\
 local out = { 0, 0 }
 for i = 1, tonumber(ARGV[5]) do
   local filled = math.min(capacity, last + math.max(0, now - stamp) * rate)

@@ -74,7 +74,7 @@ FLOORS = [
         [("diff",), ("shadow",)],
     ]),
     ("request", [
-        [("match", "match_ctx", "match_result"), ("select",), ("target",)],
+        [("match", "match_ctx", "match_plan", "match_result"), ("select",), ("target",)],
         [("policy_match",)],
     ]),
     ("router", [

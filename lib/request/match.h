@@ -95,15 +95,6 @@ struct sy_match_ctx {
     } services[SY_MATCH_SERVICES];
 };
 
-/* The filter plan of a match, computed on first use (match_result.c). */
-sy__plan *sy__match_plan_compute(const sy_match *m);
-static inline sy__plan *sy__match_plan(const sy_match *m) {
-    /* the plan lives in the context, which the caller owns (one thread
-     * at a time) */
-    return m->plan_done ? (sy__plan *)(uintptr_t)&m->plan
-                        : sy__match_plan_compute(m);
-}
-
 /* Grows c's scratch to what snapshot s needs (match_ctx.c): SY_ENOMEM or
  * SY_OK. */
 int sy__match_ctx_grow(sy_match_ctx *c, const sy_snapshot *s);

@@ -8,7 +8,7 @@
  * was built) unless PreserveHostHeader keeps the client's. The header list
  * without Host lives in the match context's scratch arena.
  */
-#include "request/match.h"
+#include "request/match_plan.h"
 #include "request/select.h"
 #include "service/service.h"
 

@@ -1,8 +1,8 @@
 /* test_filter.c - compiling filters and computing the filter plan
  * (route model section 5): every pure filter's effect, ordering, {var}
  * expansion, short-circuits, host entries and compile errors. */
-#include "route/filter.h"
 #include "base/regex.h"
+#include "route/filter.h"
 #include "testutil.h"
 
 #include <cJSON.h>
@@ -733,8 +733,8 @@ END_TEST
 
 START_TEST(rewrite_request_parameter_without_match_keeps_query_bytes) {
     REQ.query = S("x=%7e&y");
-    route(filt("RewriteRequestParameter", "name", "z", "replacement", "1",
-               NULL));
+    route(
+        filt("RewriteRequestParameter", "name", "z", "replacement", "1", NULL));
     run();
     eq(P.query, "x=%7e&y");
     REQ.query = S("");
@@ -1468,8 +1468,7 @@ int main(void) {
     tcase_add_test(tc, remove_request_parameter_groups_and_reencodes_the_rest);
     tcase_add_test(tc,
                    remove_request_parameter_without_match_keeps_query_bytes);
-    tcase_add_test(tc,
-                   rewrite_request_parameter_replaces_every_value_with_one);
+    tcase_add_test(tc, rewrite_request_parameter_replaces_every_value_with_one);
     tcase_add_test(tc,
                    rewrite_request_parameter_without_match_keeps_query_bytes);
     tcase_add_test(tc, rewrite_request_parameter_needs_a_replacement);

@@ -36,7 +36,10 @@
  * maximum, <name>-unstalled: the slowest publish that neither kind of
  * stall touched and that was not switched out. The watcher sees its own
  * virtual CPU only: a stall of the publisher's CPU charged to its thread
- * (an interrupt storm there) is not seen (docs/performance.md).
+ * (an interrupt storm there) is not seen (docs/performance.md). Each
+ * also prints the steal time the kernel counted over the case (/proc/stat:
+ * time the hypervisor ran something else while a vCPU of this VM wanted to
+ * run), in its ticks of 10 ms: the host's share the watcher can only infer.
  */
 #define _GNU_SOURCE /* RUSAGE_THREAD */
 #include "bench_run.h"
@@ -338,6 +341,31 @@ static const char *loadavg(void) {
     return buf;
 }
 
+/* The steal time of all CPUs so far, in ms (/proc/stat's first line, its
+ * eighth field, in USER_HZ ticks of 10 ms); -1 when unreadable. */
+static long steal_ms(void) {
+    long v = -1;
+    FILE *f = fopen("/proc/stat", "r");
+    if (f) {
+        unsigned long long x[8];
+        if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &x[0],
+                   &x[1], &x[2], &x[3], &x[4], &x[5], &x[6], &x[7]) == 8)
+            v = (long)(x[7] * 10u);
+        fclose(f);
+    }
+    return v;
+}
+
+static void report_steal(const char *name, long before, double secs) {
+    long after = steal_ms();
+    if (before < 0 || after < 0)
+        comment("%s: steal time unknown (/proc/stat unreadable)", name);
+    else
+        comment("%s: the host stole %ld ms of this VM's vCPUs over the "
+                "case's %.1f s (/proc/stat, 10 ms ticks)",
+                name, after - before, secs);
+}
+
 /* The five upserts with the most `by`, with their wall and CPU time,
  * page faults, context switches and what they met (g_state). */
 static void slowest(const char *name, const char *by_name, const double *by,
@@ -583,6 +611,7 @@ static void scale_with_readers(table *t) {
     while (!atomic_load(&rd.started))
         ;
     size_t swaps, builds;
+    long steal0 = steal_ms();
     uint64_t t0 = bench_now_ns();
     size_t done = upserts(t, 500001, "r", 10000, MAX_RUNS, true, false, us, cpu,
                           &swaps, &builds);
@@ -594,6 +623,7 @@ static void scale_with_readers(table *t) {
     if (done) {
         g_watch = &watch;
         report_upserts(name, t->routes, us, cpu, done, swaps, builds);
+        report_steal(name, steal0, secs);
         g_watch = NULL;
         comment("%s: a reader thread matched without pause meanwhile: %.1f M "
                 "lookups in %.1f s (%.0f ns each), %.1f %% hits",
@@ -624,8 +654,11 @@ static void scale_grow(table *t) {
     while (watching && !atomic_load(&watch.started))
         ;
     size_t swaps, builds, from = t->routes;
+    long steal0 = steal_ms();
+    uint64_t t0 = bench_now_ns();
     size_t done =
         upserts(t, from, "", RUNS, RUNS, false, true, us, cpu, &swaps, &builds);
+    double secs = (double)(bench_now_ns() - t0) / 1e9;
     if (watching) {
         atomic_store(&watch.stop, 1);
         pthread_join(tid, NULL);
@@ -659,6 +692,7 @@ static void scale_grow(table *t) {
         else
             comment("%s: the id table grew in no publish", name);
         report_upserts(name, from, us, cpu, done, swaps, builds);
+        report_steal(name, steal0, secs);
         comment("%s: the publish of the most thread CPU added route %zu "
                 "(the table then held %zu)",
                 name, from + worst, from + worst + 1);

@@ -94,6 +94,8 @@ for p in runs:
             f[(m.group(1), int(m.group(2)))] = float(m.group(3))
         elif line.startswith("# baseline"):
             base.append(re.sub(r"^# baseline ", "", line))
+        elif "the host stole" in line:
+            base.append("steal: " + line[2:])
         elif line.startswith("# date:"):
             date = line.split(": ", 1)[1]
         elif line.startswith("# loadavg at start:"):
@@ -198,7 +200,7 @@ print("- runs: %d full bench runs in a row (every case, after a 3 s warm-up)"
 for i, (date, load, base) in enumerate(notes):
     print("- run %d: %s, load average at start %s" % (i + 1, date, load))
     for b in base:
-        print("  - baseline " + b)
+        print("  - " + (b if b.startswith("steal: ") else "baseline " + b))
 print("\n## Figures\n")
 hdr = "| case | routes | " + " | ".join("run %d" % (i + 1)
                                         for i in range(len(runs)))

@@ -1705,6 +1705,81 @@ END_TEST
 
 /* now_ms 0 to sy_breaker_record and to the acquire: the time is read
  * when the state moves, so the breaker opens now, not at the epoch */
+/* A default CircuitBreaker without a name is each route's own (SCG's
+ * default name: the route id), one compiled filter for every route: the
+ * entry it was last found at (its hint) is checked against the key of the
+ * route asking, whichever asked before. A success at a failure's place in
+ * the window takes the failure out. */
+static sy_breaker_permit ask_path(fix *f, const char *path, int64_t now) {
+    sy_breaker_permit p;
+    ck_assert_int_eq(
+        sy_match_breaker_acquire(fix_match(f, path), now, &p, NULL), 0);
+    ck_assert(p.breaker);
+    return p;
+}
+
+static sy_breaker_info info_of(fix *f, const char *name) {
+    sy_breaker_info bi;
+    ck_assert_int_eq(
+        sy_policy_store_breaker(sy_router_policy_store(f->r), name, &bi, NULL),
+        0);
+    return bi;
+}
+
+START_TEST(a_default_breaker_is_each_routes_own_asked_in_turn) {
+    sy_router *r;
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.default_filters =
+        "[{\"name\":\"CircuitBreaker\",\"args\":{\"slidingWindowSize\":2,"
+        "\"minimumNumberOfCalls\":2,\"failureRateThreshold\":60,"
+        "\"statusCodes\":\"500\"}}]";
+    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
+    ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
+    static const char doc[] =
+        "[{\"id\":\"a\",\"uri\":\"http://b\",\"predicates\":[\"Path=/a\"]},"
+        "{\"id\":\"b\",\"uri\":\"http://b\",\"predicates\":[\"Path=/b\"]}]";
+    sy_error e;
+    ck_assert_msg(sy_router_apply(r, "s", doc, strlen(doc), NULL, &e) == 0,
+                  "%s: %s", e.path, e.message);
+    fix f;
+    fix_open(&f, r);
+    /* a fails twice: open; b asked between them stays closed */
+    sy_breaker_permit p = ask_path(&f, "/a", T0);
+    ck_assert_str_eq(p.name, "a");
+    sy_breaker_record(&p, SY_OUTCOME_5XX, 500, 1, T0);
+    p = ask_path(&f, "/b", T0);
+    ck_assert_str_eq(p.name, "b");
+    sy_breaker_record(&p, SY_OUTCOME_SUCCESS, 200, 1, T0);
+    p = ask_path(&f, "/a", T0);
+    sy_breaker_record(&p, SY_OUTCOME_5XX, 500, 1, T0);
+    ck_assert_int_eq(info_of(&f, "a").state, SY_BREAKER_OPEN);
+    for (int i = 0; i < 3; i++) {
+        p = ask_path(&f, "/b", T0 + 1);
+        ck_assert(p.permitted);
+        ck_assert_int_eq(p.state, SY_BREAKER_CLOSED);
+        sy_breaker_record(&p, SY_OUTCOME_SUCCESS, 200, 1, T0 + 1);
+        p = ask_path(&f, "/a", T0 + 1);
+        ck_assert(!p.permitted);
+        ck_assert_int_eq(p.state, SY_BREAKER_OPEN);
+    }
+    ck_assert_int_eq(info_of(&f, "b").state, SY_BREAKER_CLOSED);
+    ck_assert_uint_eq(info_of(&f, "b").calls, 4);
+    /* b: one failure in a window of two (50 % < 60 %), then two
+     * successes, the second at the failure's place */
+    p = ask_path(&f, "/b", T0 + 2);
+    sy_breaker_record(&p, SY_OUTCOME_5XX, 500, 1, T0 + 2);
+    ck_assert_uint_eq(info_of(&f, "b").failures, 1);
+    p = ask_path(&f, "/b", T0 + 2);
+    sy_breaker_record(&p, SY_OUTCOME_SUCCESS, 200, 1, T0 + 2);
+    ck_assert_uint_eq(info_of(&f, "b").failures, 1);
+    p = ask_path(&f, "/b", T0 + 2);
+    sy_breaker_record(&p, SY_OUTCOME_SUCCESS, 200, 1, T0 + 2);
+    ck_assert_uint_eq(info_of(&f, "b").failures, 0);
+    ck_assert_int_eq(info_of(&f, "b").state, SY_BREAKER_CLOSED);
+    fix_close(&f);
+}
+END_TEST
+
 START_TEST(a_breaker_told_no_time_reads_real_time) {
     fix f;
     fix_open(&f, router_with(CB_ROUTE("\"slidingWindowSize\":1,"
@@ -2215,6 +2290,7 @@ int main(void) {
     tcase_add_test(tc, retry_backoff_grows_by_factor_caps_and_jitters);
     tcase_add_test(tc, breaker_opens_half_opens_and_closes);
     tcase_add_test(tc, a_breaker_told_no_time_reads_real_time);
+    tcase_add_test(tc, a_default_breaker_is_each_routes_own_asked_in_turn);
     tcase_add_test(tc, resume_without_error_verdicts_are_scgs);
     tcase_add_test(tc, removed_and_renamed_breakers_give_their_entries_back);
     tcase_add_test(tc, a_freed_entry_waits_for_readers_and_is_reused_clean);

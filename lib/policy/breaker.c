@@ -215,28 +215,33 @@ static bool warm_admit(sy_policy_store *st, sy__brk *b, const sy__brk_cfg *cfg,
     return spot < el * 1024 / cfg->warmup_ms;
 }
 
-void sy__brk_acquire(sy_policy_store *st, const sy__brk_cfg *cfg,
-                     const char *route_id, uint64_t gen, sy__brk_now *now,
-                     sy_breaker_permit *out) {
-    memset(out, 0, sizeof *out);
-    out->breaker = true;
-    out->permitted = true;
-    out->state = SY_BREAKER_CLOSED;
-    out->timeout_ms = cfg->timeout_ms;
-    out->name = cfg->name ? cfg->name : route_id;
-    out->fallback = cfg->fallback;
-    out->cfg = cfg;
-    out->store = st;
-    out->entry = UINT32_MAX;
-    uint64_t key =
-        cfg->key ? cfg->key : sy__brk_key(route_id, strlen(route_id));
-    /* the route's attach claimed the entry (a commit refuses a breaker
-     * the store has no room for) */
-    sy__brk *b = sy__store_breaker_at(st, key, &out->entry);
-    if (!b) {
-        sy__store_count(&st->store_full);
-        return; /* no entry: calls pass, unbroken */
+/* The entry of key in st: where cfg's hint says when that entry holds the
+ * key (one load; the store never holds a key twice), else the table's
+ * probe, whose answer becomes the hint. */
+static inline sy__brk *find_entry(sy_policy_store *st, const sy__brk_cfg *cfg,
+                                  uint64_t key, uint32_t *index) {
+    uint32_t at = atomic_load_explicit(&cfg->at, memory_order_relaxed);
+    if (at && at <= st->breakers) {
+        sy__brk *b = &sy__store_brks(st)[at - 1];
+        if (atomic_load_explicit(&b->key, memory_order_acquire) == key) {
+            *index = at - 1;
+            return b;
+        }
     }
+    sy__brk *b = sy__store_breaker_at(st, key, index);
+    if (b) /* the cfg is the route's (compiled memory), a hint any thread
+              may write */
+        atomic_store_explicit(&((sy__brk_cfg *)(uintptr_t)cfg)->at, *index + 1,
+                              memory_order_relaxed);
+    return b;
+}
+
+/* The permit of every state but the usual closed one (no warm-up), and a
+ * breaker running other settings: out of line, so the usual permit is a
+ * few loads. */
+static __attribute__((noinline)) void
+acquire_slow(sy_policy_store *st, sy__brk *b, const sy__brk_cfg *cfg,
+             uint64_t gen, sy__brk_now *now, sy_breaker_permit *out) {
     adopt(st, b, cfg, gen, now);
     for (;;) {
         uint64_t w = atomic_load_explicit(&b->word, memory_order_acquire);
@@ -279,6 +284,56 @@ void sy__brk_acquire(sy_policy_store *st, const sy__brk_cfg *cfg,
     }
     if (!out->permitted)
         sy__store_count(&st->breaker_rejected);
+}
+
+/* sy__brk_acquire past its usual call: the entry found (the hint
+ * written), the settings adopted, any state. */
+static __attribute__((noinline)) void
+acquire_rest(sy_policy_store *st, const sy__brk_cfg *cfg, const char *route_id,
+             uint64_t gen, sy__brk_now *now, sy_breaker_permit *out) {
+    uint64_t key =
+        cfg->key ? cfg->key : sy__brk_key(route_id, strlen(route_id));
+    /* the route's attach claimed the entry (a commit refuses a breaker
+     * the store has no room for) */
+    sy__brk *b = find_entry(st, cfg, key, &out->entry);
+    if (!b) {
+        sy__store_count(&st->store_full);
+        return; /* no entry: calls pass, unbroken */
+    }
+    acquire_slow(st, b, cfg, gen, now, out);
+}
+
+void sy__brk_acquire(sy_policy_store *st, const sy__brk_cfg *cfg,
+                     const char *route_id, uint64_t gen, sy__brk_now *now,
+                     sy_breaker_permit *out) {
+    /* every field, each stored once (no memset before) */
+    out->breaker = true;
+    out->permitted = true;
+    out->state = SY_BREAKER_CLOSED;
+    out->timeout_ms = cfg->timeout_ms;
+    out->name = cfg->name ? cfg->name : route_id;
+    out->fallback = cfg->fallback;
+    out->cfg = cfg;
+    out->store = st;
+    out->entry = UINT32_MAX;
+    out->epoch = 0;
+    /* the usual call, a few loads: a named breaker at the entry of its
+     * hint, running cfg's settings, closed, no warm-up (what
+     * acquire_rest would find, without its calls) */
+    uint32_t at = atomic_load_explicit(&cfg->at, memory_order_relaxed);
+    if (cfg->key && at && at <= st->breakers && !cfg->warmup_ms) {
+        sy__brk *b = &sy__store_brks(st)[at - 1];
+        if (atomic_load_explicit(&b->key, memory_order_acquire) == cfg->key &&
+            atomic_load_explicit(&b->cfg, memory_order_acquire) == cfg->fp) {
+            uint64_t w = atomic_load_explicit(&b->word, memory_order_acquire);
+            if (ST(w) == SY_BREAKER_CLOSED) {
+                out->entry = at - 1;
+                out->epoch = (uint32_t)EPOCH(w);
+                return;
+            }
+        }
+    }
+    acquire_rest(st, cfg, route_id, gen, now, out);
 }
 
 static bool is_code(const sy__brk_cfg *cfg, int status) {
@@ -335,22 +390,11 @@ static int64_t now_or_real(int64_t now_ms) {
     return now_ms ? now_ms : sy__now_realtime_ms();
 }
 
-/* One outcome into the closed window; opens the breaker past a
- * threshold. */
-static void record_closed(sy_policy_store *st, sy__brk *b,
-                          const sy__brk_cfg *cfg, uint64_t w, bool fail,
-                          bool slow, int64_t now_ms) {
-    uint64_t idx = atomic_fetch_add(&b->pos, 1);
-    uint64_t i = idx % cfg->window, mask = 1ull << (i % 64);
-    size_t word = (size_t)(i / 64);
-    set_bit(&b->fbits[word], mask, fail);
-    set_bit(&b->sbits[word], mask, slow);
-    /* a success after a call that was already weighed (the usual call)
-     * lowers both rates or leaves them: the window was weighed when each
-     * failure or slow call in it went in (tested first: it decides the
-     * usual call) */
-    if (!fail && !slow && idx >= cfg->min_calls)
-        return;
+/* Weigh the closed window after the outcome of call idx went in; opens
+ * the breaker past a threshold. */
+static void weigh_closed(sy_policy_store *st, sy__brk *b,
+                         const sy__brk_cfg *cfg, uint64_t w, uint64_t idx,
+                         int64_t now_ms) {
     uint64_t calls = idx + 1 < cfg->window ? idx + 1 : cfg->window;
     if (calls < cfg->min_calls)
         return;
@@ -368,6 +412,25 @@ static void record_closed(sy_policy_store *st, sy__brk *b,
             mksince(e, false, sy__store_rel_ms(st, now_or_real(now_ms))));
         sy__store_count(&st->breaker_opened);
     }
+}
+
+/* One outcome into the closed window; opens the breaker past a
+ * threshold. */
+static void record_closed(sy_policy_store *st, sy__brk *b,
+                          const sy__brk_cfg *cfg, uint64_t w, bool fail,
+                          bool slow, int64_t now_ms) {
+    uint64_t idx = atomic_fetch_add(&b->pos, 1);
+    uint64_t i = idx % cfg->window, mask = 1ull << (i % 64);
+    size_t word = (size_t)(i / 64);
+    set_bit(&b->fbits[word], mask, fail);
+    set_bit(&b->sbits[word], mask, slow);
+    /* a success after a call that was already weighed (the usual call)
+     * lowers both rates or leaves them: the window was weighed when each
+     * failure or slow call in it went in (tested first: it decides the
+     * usual call) */
+    if (!fail && !slow && idx >= cfg->min_calls)
+        return;
+    weigh_closed(st, b, cfg, w, idx, now_ms);
 }
 
 static void record_half_open(sy_policy_store *st, sy__brk *b,
@@ -406,11 +469,10 @@ static void record_half_open(sy_policy_store *st, sy__brk *b,
     }
 }
 
-sy_breaker_verdict sy_breaker_record(const sy_breaker_permit *p,
-                                     sy_outcome outcome, int status,
-                                     uint64_t duration_ms, int64_t now_ms) {
-    if (!p || !p->breaker || !p->cfg)
-        return SY_BREAKER_PASS;
+/* sy_breaker_record but for its usual call (record_fast): out of line. */
+static __attribute__((noinline)) sy_breaker_verdict
+record_any(const sy_breaker_permit *p, sy_outcome outcome, int status,
+           uint64_t duration_ms, int64_t now_ms) {
     const sy__brk_cfg *cfg = p->cfg;
     bool err =
         outcome == SY_OUTCOME_CONNECT_FAILURE || outcome == SY_OUTCOME_TIMEOUT;
@@ -437,6 +499,36 @@ sy_breaker_verdict sy_breaker_record(const sy_breaker_permit *p,
     else if (ST(w) == SY_BREAKER_HALF_OPEN)
         record_half_open(st, b, cfg, w, fail, slow, now_ms);
     return v;
+}
+
+sy_breaker_verdict sy_breaker_record(const sy_breaker_permit *p,
+                                     sy_outcome outcome, int status,
+                                     uint64_t duration_ms, int64_t now_ms) {
+    if (!p || !p->breaker || !p->cfg)
+        return SY_BREAKER_PASS;
+    const sy__brk_cfg *cfg = p->cfg;
+    sy_policy_store *st = p->store;
+    /* the usual call: a success, not slow, permitted by a closed breaker
+     * still in the epoch it was asked in, after the window was first
+     * weighed (record_closed's path for it, inline): its position in the
+     * window, whose bits then are most often clear already */
+    if ((outcome == SY_OUTCOME_SUCCESS || outcome == SY_OUTCOME_5XX) &&
+        !is_code(cfg, status) && duration_ms <= cfg->slow_ms && p->permitted &&
+        st && p->entry < st->breakers) {
+        sy__brk *b = &sy__store_brks(st)[p->entry];
+        uint64_t w = atomic_load_explicit(&b->word, memory_order_acquire);
+        if (EPOCH(w) != p->epoch || ST(w) != SY_BREAKER_CLOSED)
+            return record_any(p, outcome, status, duration_ms, now_ms);
+        uint64_t idx = atomic_fetch_add(&b->pos, 1);
+        uint64_t i = idx % cfg->window, mask = 1ull << (i % 64);
+        size_t word = (size_t)(i / 64);
+        set_bit(&b->fbits[word], mask, false);
+        set_bit(&b->sbits[word], mask, false);
+        if (idx < cfg->min_calls)
+            weigh_closed(st, b, cfg, w, idx, now_ms);
+        return SY_BREAKER_PASS;
+    }
+    return record_any(p, outcome, status, duration_ms, now_ms);
 }
 
 int sy_policy_store_breaker(const sy_policy_store *cst, const char *name,

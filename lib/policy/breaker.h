@@ -23,6 +23,11 @@ typedef struct sy__brk_cfg {
     uint64_t key;       /* of the name (0: the route id's, per request) */
     uint64_t fp;        /* of the window's settings (Resilience4j's): a
                            change resets the breaker */
+    /* the store entry this breaker was last found at, + 1 (0: none yet):
+     * a hint the request path checks against the entry's key before it
+     * trusts it (no probe of the store's table a call); written only when
+     * it was wrong */
+    _Atomic uint32_t at;
 } sy__brk_cfg;
 
 int sy__brk_compile(sy__pargs *p, sy__brk_cfg *cfg);

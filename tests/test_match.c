@@ -1314,6 +1314,40 @@ START_TEST(stateful_filters_are_handed_to_the_host_in_order) {
 }
 END_TEST
 
+/* More host entries than the plan holds in itself (four): the rest in
+ * the scratch arena, all in the chain's order. */
+#define RRL(RATE)                                                              \
+    "{\"name\":\"RequestRateLimiter\",\"args\":{"                              \
+    "\"redis-rate-limiter.replenishRate\":\"" RATE "\","                       \
+    "\"key-resolver\":\"#{@routeKeyResolver}\"}}"
+START_TEST(host_filters_past_the_fourth_keep_their_order) {
+    sy_router *r = route_with_filters(
+        "/**", "[\"CircuitBreaker=cb\"," RRL("5") ",\"StripPrefix=1\"," RRL(
+                   "6") "," RRL("7") ",\"Retry=3\"]");
+    rq q = request("GET", "h", "/a/b");
+    held h = match_held(r, &q);
+    static const char *const want[] = {"CircuitBreaker", "RequestRateLimiter",
+                                       "RequestRateLimiter",
+                                       "RequestRateLimiter", "Retry"};
+    ck_assert_uint_eq(sy_match_host_filter_count(h.m), 5);
+    for (size_t i = 0; i < 5; i++)
+        ck_assert_str_eq(sy_match_host_filter(h.m, i)->name, want[i]);
+    /* the limiters by their own args, in the chain's order */
+    for (size_t i = 0; i < 3; i++) {
+        const sy_filter_entry *e = sy_match_host_filter(h.m, i + 1);
+        char rate[2] = {(char)('5' + i), 0};
+        const char *got = NULL;
+        for (size_t k = 0; k < e->arg_count; k++)
+            if (!strcmp(e->args[k].key, "redis-rate-limiter.replenishRate"))
+                got = e->args[k].value;
+        ck_assert_str_eq(got, rate);
+    }
+    ck_assert_ptr_null(sy_match_host_filter(h.m, 5));
+    ck_assert_sy_str(sy_match_path(h.m), "/b");
+    held_free(&h);
+}
+END_TEST
+
 START_TEST(route_filters_apply_in_list_order) {
     /* StripPrefix then PrefixPath: /a/b -> /b -> /p/b */
     sy_router *r =
@@ -1945,6 +1979,7 @@ int main(void) {
     tcase_add_test(tc, redirect_to_can_include_request_params);
     tcase_add_test(tc, preserve_host_header_is_reported);
     tcase_add_test(tc, stateful_filters_are_handed_to_the_host_in_order);
+    tcase_add_test(tc, host_filters_past_the_fourth_keep_their_order);
     tcase_add_test(tc, route_filters_apply_in_list_order);
     tcase_add_test(tc, default_filters_are_applied_before_route_filters);
     tcase_add_test(tc, default_filters_apply_to_every_route);

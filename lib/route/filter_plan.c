@@ -11,12 +11,10 @@
 
 #include <stdio.h>
 
-static bool host_add(sy__run *r, const sy_filter_entry *e) {
+/* host_add past the plan's first four host filters: into the arena. */
+static __attribute__((noinline)) bool host_grow(sy__run *r,
+                                                const sy_filter_entry *e) {
     sy__plan *p = r->plan;
-    if (!p->host_filter_cap) {
-        p->host_filters = p->host_local;
-        p->host_filter_cap = sizeof p->host_local / sizeof *p->host_local;
-    }
     void *arr = (void *)p->host_filters;
     if (!sy__plan_grow(r->ar, &arr, &p->host_filter_cap, p->host_filter_count,
                        sizeof(const sy_filter_entry *)))
@@ -24,6 +22,29 @@ static bool host_add(sy__run *r, const sy_filter_entry *e) {
     p->host_filters = arr;
     p->host_filters[p->host_filter_count++] = e;
     return true;
+}
+
+/* One more entry the host runs; the first four in the plan itself (a
+ * route's usual policy or two: two stores, no call). */
+static inline bool host_add(sy__run *r, const sy_filter_entry *e) {
+    sy__plan *p = r->plan;
+    size_t n = p->host_filter_count;
+    if (n < sizeof p->host_local / sizeof *p->host_local) {
+        p->host_filters = p->host_local;
+        p->host_filter_cap = sizeof p->host_local / sizeof *p->host_local;
+        p->host_local[n] = e;
+        p->host_filter_count = n + 1;
+        return true;
+    }
+    return host_grow(r, e);
+}
+
+/* The built-ins whose state the library keeps and the host asks about
+ * (policy/): in the plan as host entries, nothing else (apply's
+ * default). */
+static inline bool is_policy(sy__builtin id) {
+    return id == SY_F_CIRCUIT_BREAKER || id == SY_F_REQUEST_RATE_LIMITER ||
+           id == SY_F_RETRY;
 }
 
 /* ---- the response side ---- */
@@ -231,9 +252,11 @@ int sy__plan_compute(sy__plan *plan, const sy__filter *const *defaults,
         const sy__filter *f = i < filter_count ? filters[i] : NULL;
         if (rc || !f)
             continue;
-        /* a proxied route's usual filter without the dispatch */
+        /* a proxied route's usual filters without the dispatch */
         if (f->id == SY_F_STRIP_PREFIX)
             rc = sy__plan_strip_prefix(&r, f->size) ? 0 : SY_ENOMEM;
+        else if (is_policy(f->id))
+            rc = host_add(&r, &f->entry) ? 0 : SY_ENOMEM;
         else
             rc = apply(&r, f);
     }

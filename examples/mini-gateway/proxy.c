@@ -1,7 +1,8 @@
 /*
  * proxy.c - the client side of the proxy, on a worker's loop: read and
  * parse requests with http-parser (keep-alive and pipelining by pausing
- * the parser after the head and after the message), enforce the header
+ * the parser after the head and after the message; a plainly common head
+ * is read by head_scan.c instead, with the same events), enforce the header
  * and body limits and the header-read and idle timeouts, route each
  * request through switchyard (one snapshot per request, held until its
  * response is finished), answer 400/404/405/413/431/503 and redirects
@@ -10,6 +11,8 @@
  */
 #define _DEFAULT_SOURCE
 #include "proxy.h"
+
+#include "head_scan.h"
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -977,6 +980,61 @@ static void request_finish(gw_request *q) {
 /* The parse loop                                                       */
 /* ------------------------------------------------------------------ */
 
+/* A plainly common head (head_scan.c) read without http-parser, with its
+ * events, fields and byte offsets as http-parser's; 0 when http-parser is
+ * to read the bytes, 1/2 head/message done, 3 body bytes taken, -1 an
+ * on_body error (http-parser's errno then set as it would set it). */
+static int fast_step(gw_client *c) {
+    http_parser *p = &c->p;
+    const char *at = c->buf + c->start;
+    size_t avail = c->end - c->start;
+    if (!c->fast) {
+        size_t max = G.cfg.max_header_bytes < HTTP_MAX_HEADER_SIZE
+                         ? G.cfg.max_header_bytes
+                         : HTTP_MAX_HEADER_SIZE;
+        gw_head_req h;
+        if (!gw_head_scan_request(at, avail, max, c->hdrs, GW_MAX_HEADERS, &h))
+            return 0;
+        on_message_begin(p);
+        c->url = h.url;
+        c->url_len = h.url_len;
+        c->nh = h.nh;
+        c->last = 2;
+        p->method = h.method;
+        p->http_major = 1;
+        p->http_minor = h.http_minor;
+        p->flags = h.flags;
+        p->content_length = h.content_length;
+        p->upgrade = 0;
+        c->start += h.head_len - 1;
+        c->fast = 1;
+        return 1;
+    }
+    if (c->fast == 1) {
+        c->start++, at++, avail--;
+        if (p->content_length == 0 || p->content_length == UINT64_MAX) {
+            c->fast = 0;
+            return 2;
+        }
+        c->fast = 2;
+        c->fast_left = p->content_length;
+        if (!avail)
+            return 3;
+    }
+    size_t n = avail < c->fast_left ? avail : (size_t)c->fast_left;
+    c->start += n;
+    c->fast_left -= n;
+    if (on_body(p, at, n)) {
+        c->fast = 0;
+        p->http_errno = HPE_CB_body;
+        return -1;
+    }
+    if (c->fast_left)
+        return 3;
+    c->fast = 0;
+    return 2;
+}
+
 static void client_parse(gw_client *c) {
     c->in_parse = true;
     while (!c->closing) {
@@ -985,25 +1043,28 @@ static void client_parse(gw_client *c) {
             break;
         if (c->start == c->end)
             break;
-        size_t n = http_parser_execute(&c->p, &settings, c->buf + c->start,
-                                       c->end - c->start);
-        c->start += n;
-        enum http_errno e = HTTP_PARSER_ERRNO(&c->p);
-        if (e == HPE_PAUSED) {
-            http_parser_pause(&c->p, 0);
-            int ev = c->event;
-            c->event = 0;
-            if (ev == 1)
-                request_begin(c);
-            else if (ev == 2)
-                request_msg_done(c);
-            continue;
+        int ev = c->fast || c->state == C_IDLE ? fast_step(c) : 0;
+        if (!ev) {
+            c->start += http_parser_execute(&c->p, &settings, c->buf + c->start,
+                                            c->end - c->start);
+            enum http_errno e = HTTP_PARSER_ERRNO(&c->p);
+            if (e == HPE_PAUSED) {
+                http_parser_pause(&c->p, 0);
+                ev = c->event;
+                c->event = 0;
+            } else if (e != HPE_OK) {
+                ev = -1;
+            }
         }
-        if (e != HPE_OK) {
+        if (ev < 0) {
             c->in_parse = false;
             bad_request(c, c->error ? c->error : 400);
             return;
         }
+        if (ev == 1)
+            request_begin(c);
+        else if (ev == 2)
+            request_msg_done(c);
     }
     c->in_parse = false;
     if (c->req && c->req->up)

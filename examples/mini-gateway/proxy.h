@@ -37,6 +37,10 @@ struct gw_client {
     int last;  /* 0 none, 1 field, 2 value */
     int event; /* what paused the parser: 1 head, 2 message */
     int error; /* a status to answer a bad request with */
+    /* a message whose head head_scan.c took: 1 the head's last LF still
+     * unread (where http-parser pauses), 2 in its Content-Length body */
+    int fast;
+    uint64_t fast_left; /* its body bytes still to come */
     gw_client_state state;
     gw_request *req;
     bool reading, closing, in_parse, eof;

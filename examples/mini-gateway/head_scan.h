@@ -1,0 +1,36 @@
+/* head_scan.h - the fast path for a plainly common request head (see
+ * head_scan.c): what http-parser would report for it, in one pass. */
+#ifndef GW_HEAD_SCAN_H
+#define GW_HEAD_SCAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <switchyard.h>
+
+/* What http_parser_execute reports for a request head, as its callbacks
+ * (url, header name/value pairs) and its struct's fields after
+ * on_headers_complete (method, http_minor with http_major 1, flags,
+ * content_length: ULLONG_MAX when the head has none). */
+typedef struct gw_head_req {
+    unsigned method;     /* enum http_method */
+    unsigned http_minor; /* 0 or 1 */
+    unsigned flags;      /* F_CONTENTLENGTH, F_CONNECTION_KEEP_ALIVE */
+    uint64_t content_length;
+    const char *url;
+    size_t url_len;
+    size_t nh;       /* headers written to the caller's array */
+    size_t head_len; /* bytes through the blank line's LF */
+} gw_head_req;
+
+/* Scans the request head at buf[0..len). True when the whole head is
+ * there, no longer than max_head bytes, with at most max_hdrs headers, of
+ * the plainly common form head_scan.c lists, and the message leaves the
+ * connection open (http_should_keep_alive): then *out and hdrs hold what
+ * http-parser would have reported. False for anything else, *out and
+ * hdrs then undefined: the caller hands the same bytes to http-parser. */
+bool gw_head_scan_request(const char *buf, size_t len, size_t max_head,
+                          sy_header *hdrs, size_t max_hdrs, gw_head_req *out);
+
+#endif

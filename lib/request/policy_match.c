@@ -10,7 +10,8 @@
 #include "request/match.h"
 
 /* False when route r (NULL: none) has no filter of builtin `id`, as its
- * compile noted (Retry and CircuitBreaker): no walk over its filters. */
+ * compile noted (Retry, CircuitBreaker, RequestRateLimiter): no walk over
+ * its filters. */
 static bool may_have(const struct sy_route *r, sy__builtin id) {
     if (!r)
         return false;
@@ -21,6 +22,8 @@ static bool may_have(const struct sy_route *r, sy__builtin id) {
         return p & SY_MORE_RETRY;
     if (id == SY_F_CIRCUIT_BREAKER)
         return p & SY_MORE_BREAKER;
+    if (id == SY_F_REQUEST_RATE_LIMITER)
+        return p & SY_MORE_RATELIMIT;
     return true;
 }
 

@@ -625,7 +625,7 @@ int sy__route_compile(struct sy_route *r, const sy__compile_env *env,
     r->literal_path = literal_pred_index(r, SY_PK_PATH);
     r->literal_host = literal_pred_index(r, SY_PK_HOST);
     at = 0;            /* the filters' paths as the predicates' */
-    unsigned once = 0; /* a CircuitBreaker, a Retry seen */
+    unsigned once = 0; /* a Retry, a CircuitBreaker, a limiter seen */
     for (size_t i = 0; i < r->more->filter_count; i++) {
         const sy__def_entry *e = &r->more->filters[i];
         int rc = 1;
@@ -654,6 +654,8 @@ int sy__route_compile(struct sy_route *r, const sy__compile_env *env,
             once |= bit;
         }
         if (pol && id == SY_F_REQUEST_RATE_LIMITER)
+            once |= 4u;
+        if (pol && id == SY_F_REQUEST_RATE_LIMITER)
             rc = check_key_var(
                 r, pol, entry_path(p, sizeof p, &at, path, "filters", i), err);
         if (!rc && pol && id == SY_F_CIRCUIT_BREAKER)
@@ -668,7 +670,8 @@ int sy__route_compile(struct sy_route *r, const sy__compile_env *env,
     if (r->more->cfilters)
         ((sy__route_more *)(uintptr_t)r->more)->policies =
             (uint16_t)(SY_MORE_COMPILED | (once & 1u ? SY_MORE_RETRY : 0) |
-                       (once & 2u ? SY_MORE_BREAKER : 0));
+                       (once & 2u ? SY_MORE_BREAKER : 0) |
+                       (once & 4u ? SY_MORE_RATELIMIT : 0));
     if (env->host_runs) {
         char fp[200];
         sy__path_join(fp, sizeof fp, path, "filters");

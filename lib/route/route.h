@@ -63,6 +63,10 @@ typedef struct sy__route_more {
  * default filters they hold (a commit then skips a route of neither
  * without reading its filters: sy__route_policy_free). */
 enum { SY_MORE_COMPILED = 1, SY_MORE_RETRY = 2, SY_MORE_BREAKER = 4 };
+/* And whether they hold a RequestRateLimiter (the request path's count of
+ * limiters skips the walk of a route without one; no router check reads
+ * it: sy__route_policy_free leaves it out). */
+enum { SY_MORE_RATELIMIT = 8 };
 /* The block is not in the route's arena but its own allocation (r->alloc),
  * made for the host's data of a route that shared sy__route_more_none (no
  * filters: its policies are never compiled), freed with the route. */
@@ -235,7 +239,8 @@ sy__route_select_of(const struct sy_route *r) {
  * without reading its filters (sy__route_more.policies); false also when
  * not known. */
 static inline bool sy__route_policy_free(const struct sy_route *r) {
-    return !r->more->filter_count || r->more->policies == SY_MORE_COMPILED;
+    return !r->more->filter_count ||
+           (r->more->policies & ~SY_MORE_RATELIMIT) == SY_MORE_COMPILED;
 }
 
 /* r's own `more` block, made (in its arena, zeroed but for the shared

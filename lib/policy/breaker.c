@@ -469,7 +469,15 @@ static void record_half_open(sy_policy_store *st, sy__brk *b,
     }
 }
 
-/* sy_breaker_record but for its usual call (record_fast): out of line. */
+/* weigh_closed after a success, its verdict PASS. */
+static __attribute__((noinline)) sy_breaker_verdict
+weigh_pass(sy_policy_store *st, sy__brk *b, const sy__brk_cfg *cfg, uint64_t w,
+           uint64_t idx, int64_t now_ms) {
+    weigh_closed(st, b, cfg, w, idx, now_ms);
+    return SY_BREAKER_PASS;
+}
+
+/* sy_breaker_record but for its usual call: out of line. */
 static __attribute__((noinline)) sy_breaker_verdict
 record_any(const sy_breaker_permit *p, sy_outcome outcome, int status,
            uint64_t duration_ms, int64_t now_ms) {
@@ -524,8 +532,8 @@ sy_breaker_verdict sy_breaker_record(const sy_breaker_permit *p,
         size_t word = (size_t)(i / 64);
         set_bit(&b->fbits[word], mask, false);
         set_bit(&b->sbits[word], mask, false);
-        if (idx < cfg->min_calls)
-            weigh_closed(st, b, cfg, w, idx, now_ms);
+        if (idx < cfg->min_calls) /* a tail call: no register kept */
+            return weigh_pass(st, b, cfg, w, idx, now_ms);
         return SY_BREAKER_PASS;
     }
     return record_any(p, outcome, status, duration_ms, now_ms);

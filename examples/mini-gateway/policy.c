@@ -473,20 +473,24 @@ static void to_fallback(gw_request *q, const char *path) {
 static void breaker_step(gw_request *q, sy_match *m) {
     if (!q->permit_held) { /* a forward keeps the first route's permit */
         sy_error err;
-        sy_breaker_permit p;
+        /* asked straight into the request's permit (no copy), but for a
+         * fallback's route: the first route's stays (its name, for
+         * FallbackHeaders) unless this route has a breaker */
+        sy_breaker_permit other, *p = q->fb_kind ? &other : &q->permit;
         /* now_ms 0: the library reads the time when the breaker needs it
          * (a closed one does not) */
-        if (sy_match_breaker_acquire(m, 0, &p, &err)) {
+        if (sy_match_breaker_acquire(m, 0, p, &err)) {
             gw_request_respond(q, 500, NULL, NULL);
             return;
         }
-        if (p.breaker && !p.permitted) {
+        if (p->breaker && !p->permitted) {
             gw_metrics_policy(&q->w->metrics, q->route_id, GW_POLICY_REJECTED);
-            if (p.fallback) {
+            if (p->fallback) {
                 q->fb_kind = GW_FB_OPEN;
-                q->permit = p; /* its name, for FallbackHeaders */
+                if (p != &q->permit)
+                    q->permit = *p; /* its name, for FallbackHeaders */
                 gw_request_proceed_ops(q, m); /* this route's edits too */
-                to_fallback(q, p.fallback);
+                to_fallback(q, q->permit.fallback);
             } else {
                 gw_request_respond(
                     q, 503, NULL,
@@ -494,8 +498,9 @@ static void breaker_step(gw_request *q, sy_match *m) {
             }
             return;
         }
-        if (p.breaker) {
-            q->permit = p;
+        if (p->breaker) {
+            if (p != &q->permit)
+                q->permit = *p;
             q->permit_held = true;
             q->call_start_ms = loop_ms(q); /* no clock read a call */
             q->call_fresh = true; /* until the first attempt's timeouts */

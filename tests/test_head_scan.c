@@ -367,13 +367,24 @@ static const char *const g_value[] = {
     "websocket",
 };
 
+#define PUT2(s)                                                                \
+    do {                                                                       \
+        const char *s_ = (s);                                                  \
+        size_t l_ = strlen(s_);                                                \
+        if (n + l_ < cap) {                                                    \
+            memcpy(out + n, s_, l_);                                           \
+            n += l_;                                                           \
+        }                                                                      \
+    } while (0)
+
 static size_t gen(char *out, size_t cap) {
     size_t n = 0;
 #define PUT(s)                                                                 \
     do {                                                                       \
-        size_t l_ = strlen(s);                                                 \
+        const char *s_ = (s); /* evaluated once: PICK draws */                 \
+        size_t l_ = strlen(s_);                                                \
         if (n + l_ < cap) {                                                    \
-            memcpy(out + n, s, l_);                                            \
+            memcpy(out + n, s_, l_);                                           \
             n += l_;                                                           \
         }                                                                      \
     } while (0)
@@ -428,6 +439,220 @@ START_TEST(generated_and_mutated) {
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* responses: gw_fast_execute_response against http_parser_execute      */
+/* ------------------------------------------------------------------ */
+
+/* a run's callbacks, as the gateway's upstream.c makes them: pause at a
+ * final response's end, HEAD answers' bodies skipped on request */
+typedef struct trace {
+    char log[8192];
+    size_t n;
+    gw_fast_msg f;
+    const char *base;
+    int hc_ret;
+} trace;
+
+static void logf_(trace *t, const char *fmt, long a, long b) {
+    int k = snprintf(t->log + t->n, sizeof t->log - t->n, fmt, a, b);
+    if (k > 0 && t->n + (size_t)k < sizeof t->log)
+        t->n += (size_t)k;
+}
+
+static int t_begin(http_parser *p) {
+    trace *t = p->data;
+    t->f.mid = true;
+    logf_(t, "B%ld%ld ", 0, 0);
+    return 0;
+}
+static int t_field(http_parser *p, const char *at, size_t len) {
+    trace *t = p->data;
+    logf_(t, "F%ld,%ld ", (long)(at - t->base), (long)len);
+    return 0;
+}
+static int t_value(http_parser *p, const char *at, size_t len) {
+    trace *t = p->data;
+    logf_(t, "V%ld,%ld ", (long)(at - t->base), (long)len);
+    return 0;
+}
+static int t_head(http_parser *p) {
+    trace *t = p->data;
+    logf_(t, "H%ld,%ld ", p->status_code, (long)p->flags);
+    logf_(t, "%ld.%ld ", p->http_major, p->http_minor);
+    logf_(t, "cl%ld u%ld ", (long)p->content_length, p->upgrade);
+    return p->status_code >= 200 ? t->hc_ret : 0;
+}
+static int t_body(http_parser *p, const char *at, size_t len) {
+    trace *t = p->data;
+    logf_(t, "D%ld,%ld ", (long)(at - t->base), (long)len);
+    return 0;
+}
+static int t_done(http_parser *p) {
+    trace *t = p->data;
+    t->f.mid = !http_should_keep_alive(p);
+    logf_(t, "M%ld,%ld ", p->status_code, http_should_keep_alive(p));
+    if (p->status_code >= 200)
+        http_parser_pause(p, 1);
+    return 0;
+}
+
+static const http_parser_settings t_settings = {
+    .on_message_begin = t_begin,
+    .on_header_field = t_field,
+    .on_header_value = t_value,
+    .on_headers_complete = t_head,
+    .on_body = t_body,
+    .on_message_complete = t_done,
+};
+
+/* buf fed in two reads split at cut, then EOF, as up_read feeds it: each
+ * pause resumed while bytes are left */
+static void run(trace *t, bool fast, const char *buf, size_t len, size_t cut,
+                int hc_ret) {
+    memset(t, 0, sizeof *t);
+    t->base = buf;
+    t->hc_ret = hc_ret;
+    http_parser p;
+    http_parser_init(&p, HTTP_RESPONSE);
+    p.data = t;
+    size_t parts[3][2] = {{0, cut}, {cut, len - cut}, {len, 0}};
+    for (int k = 0; k < 3; k++) {
+        const char *d = buf + parts[k][0];
+        size_t l = parts[k][1], off = 0;
+        for (;;) {
+            size_t n =
+                fast ? gw_fast_execute_response(&p, &t_settings, &t->f, d + off,
+                                                l - off)
+                     : http_parser_execute(&p, &t_settings, d + off, l - off);
+            off += n;
+            enum http_errno e = HTTP_PARSER_ERRNO(&p);
+            logf_(t, "<%ld e%ld> ", (long)n, (long)e);
+            if (e == HPE_PAUSED && off < l) {
+                http_parser_pause(&p, 0);
+                continue;
+            }
+            if (e == HPE_PAUSED)
+                http_parser_pause(&p, 0);
+            break;
+        }
+        if (HTTP_PARSER_ERRNO(&p) != HPE_OK)
+            break;
+    }
+    logf_(t, "end s%ld f%ld ", p.status_code, (long)p.flags);
+    logf_(t, "cl%ld u%ld", (long)p.content_length, p.upgrade);
+}
+
+static size_t resp_taken, resp_left;
+
+static void check_resp(const char *buf, size_t len, size_t cut, int hc_ret) {
+    static trace a, b;
+    run(&a, false, buf, len, cut, hc_ret);
+    run(&b, true, buf, len, cut, hc_ret);
+    ck_assert_msg(a.n == b.n && !memcmp(a.log, b.log, a.n),
+                  "cut %zu of %zu:\nhttp-parser %.*s\nfast        %.*s\n"
+                  "input %.*s",
+                  cut, len, (int)a.n, a.log, (int)b.n, b.log, (int)len, buf);
+}
+
+static void check_resp_all(const char *buf, size_t len, bool every_cut) {
+    sy_header hs[MAXH];
+    gw_head_resp h;
+    if (gw_head_scan_response(buf, len, 80 * 1024, hs, MAXH, &h))
+        resp_taken++;
+    else
+        resp_left++;
+    for (size_t cut = 0; cut <= len; cut += every_cut ? 1 : 1 + rnd(64)) {
+        check_resp(buf, len, cut, 0);
+        check_resp(buf, len, cut, 1);
+    }
+}
+
+#define OKR "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc"
+
+START_TEST(responses) {
+    static const char *rs[] = {
+        OKR,
+        OKR OKR,
+        OKR "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n" OKR,
+        "HTTP/1.1 200 OK\r\nServer: b\r\nContent-Length: 10\r\n\r\n0123456789",
+        "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n0123",
+        "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: "
+        "1\r\n\r\nx",
+        "HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\nx" OKR,
+        "HTTP/1.1 200 \r\nContent-Length: 1\r\n\r\nx",
+        "HTTP/1.1 200\r\nContent-Length: 1\r\n\r\nx",
+        "HTTP/1.1 100 Continue\r\n\r\n" OKR,
+        "HTTP/1.1 204 No Content\r\nContent-Length: 3\r\n\r\n" OKR,
+        "HTTP/1.1 304 Not Modified\r\nContent-Length: 3\r\n\r\n" OKR,
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0"
+        "\r\n\r\n" OKR,
+        "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked"
+        "\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd",
+        "HTTP/1.1 200 OK\r\n\r\nto the end",
+        "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: "
+        "1\r\n\r\nx" OKR,
+        "HTTP/1.1 101 Switching\r\nConnection: upgrade\r\nUpgrade: x\r\n\r\nyy",
+        "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n folded\r\n\r\nx",
+        "HTTP/1.1 200 OK\nContent-Length: 1\r\n\r\nx",
+        "HTTP/1.1 2000 OK\r\nContent-Length: 1\r\n\r\nx",
+        "HTTP/2 200 OK\r\nContent-Length: 1\r\n\r\nx",
+        "\r\n" OKR,
+    };
+    for (size_t i = 0; i < sizeof rs / sizeof rs[0]; i++)
+        check_resp_all(rs[i], strlen(rs[i]), true);
+}
+END_TEST
+
+static const char *const r_status[] = {
+    "HTTP/1.1 200 OK", "HTTP/1.1 200 OK",       "HTTP/1.1 404 Not Found",
+    "HTTP/1.1 503 x",  "HTTP/1.0 200 OK",       "HTTP/1.1 204 No Content",
+    "HTTP/1.1 304 NM", "HTTP/1.1 100 Continue", "HTTP/1.1 200",
+    "HTTP/1.1 199 x",  "HTTP/1.1 600 x",        "HTTP/1.1 20 x",
+    "HTTP/2.0 200 OK", "http/1.1 200 OK",       "HTTP/1.1 200 \x01",
+};
+
+static size_t gen_resp(char *out, size_t cap) {
+    size_t n = 0;
+    for (unsigned m = 0, nm = 1 + rnd(3); m < nm; m++) {
+        bool clean = rnd(3) != 0;
+        PUT2(clean ? "HTTP/1.1 200 OK" : PICK(r_status));
+        PUT2(clean ? "\r\n" : PICK(g_eol));
+        unsigned nh = rnd(6);
+        bool cl = clean && rnd(4);
+        for (unsigned i = 0; i < nh; i++) {
+            bool c2 = rnd(4) != 0;
+            PUT2(PICK(g_name));
+            PUT2(c2 ? ": " : PICK(g_colon));
+            PUT2(PICK(g_value));
+            PUT2(c2 ? "\r\n" : PICK(g_eol));
+        }
+        char clh[40];
+        unsigned body = rnd(20);
+        snprintf(clh, sizeof clh, "Content-Length: %u\r\n", body);
+        if (cl)
+            PUT2(clh);
+        PUT2(clean ? "\r\n" : PICK(g_eol));
+        for (unsigned i = 0; i < body + rnd(3) && n + 1 < cap; i++)
+            out[n++] = 'b';
+    }
+    return n;
+}
+
+START_TEST(generated_responses) {
+    char buf[1024];
+    size_t t0 = resp_taken;
+    for (int i = 0; i < 30000; i++) {
+        size_t n = gen_resp(buf, sizeof buf);
+        if (i % 3 == 0 && n)
+            buf[rnd((unsigned)n)] = (char)rnd(256);
+        check_resp_all(buf, n, i % 50 == 0);
+    }
+    ck_assert_uint_gt(resp_taken - t0, 2000);
+    ck_assert_uint_gt(resp_left, 3000);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("head_scan");
     TCase *tc = tcase_create("core");
@@ -436,9 +661,12 @@ int main(void) {
     tcase_add_test(tc, uncommon_heads_are_left);
     tcase_add_test(tc, limits);
     tcase_add_test(tc, generated_and_mutated);
+    tcase_add_test(tc, responses);
+    tcase_add_test(tc, generated_responses);
     suite_add_tcase(s, tc);
     int rc = sy_test_run(s);
-    printf("# head_scan: %zu heads taken, %zu left to http-parser\n", taken,
-           left);
+    printf("# head_scan: requests %zu heads taken, %zu left to http-parser; "
+           "responses %zu taken, %zu left\n",
+           taken, left, resp_taken, resp_left);
     return rc;
 }

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <http_parser.h>
 #include <switchyard.h>
 
 /* What http_parser_execute reports for a request head, as its callbacks
@@ -32,5 +33,37 @@ typedef struct gw_head_req {
  * hdrs then undefined: the caller hands the same bytes to http-parser. */
 bool gw_head_scan_request(const char *buf, size_t len, size_t max_head,
                           sy_header *hdrs, size_t max_hdrs, gw_head_req *out);
+
+/* The same for a response head: a status 200-599 but 204 and 304, a
+ * Content-Length always (no body read to the connection's end), no
+ * Transfer-Encoding, the connection left open. */
+typedef struct gw_head_resp {
+    unsigned status;
+    unsigned http_minor;
+    unsigned flags;
+    uint64_t content_length;
+    size_t nh;
+    size_t head_len;
+} gw_head_resp;
+
+bool gw_head_scan_response(const char *buf, size_t len, size_t max_head,
+                           sy_header *hdrs, size_t max_hdrs, gw_head_resp *out);
+
+/* The caller's side of gw_fast_execute_response: its on_message_begin sets
+ * mid, its on_message_complete sets mid to !http_should_keep_alive (where
+ * http-parser stops parsing the connection); zeroed with http_parser_init. */
+typedef struct gw_fast_msg {
+    bool mid;      /* http-parser is inside a message of its own */
+    uint64_t left; /* body bytes still to come of a message read here */
+} gw_fast_msg;
+
+/* As http_parser_execute(p, s, data, len) on a response parser: the same
+ * callbacks with the same arguments, the same return and the same fields
+ * (method aside) and errno, for a plainly common head
+ * (gw_head_scan_response) and its body read here; everything else read by
+ * http_parser_execute itself. On a callback's error the offset returned
+ * may differ from http-parser's (the connection is given up then). */
+size_t gw_fast_execute_response(http_parser *p, const http_parser_settings *s,
+                                gw_fast_msg *f, const char *data, size_t len);
 
 #endif

@@ -12,8 +12,6 @@
 #define _DEFAULT_SOURCE
 #include "proxy.h"
 
-#include "head_scan.h"
-
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>

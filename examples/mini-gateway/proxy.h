@@ -8,6 +8,7 @@
 #define GW_PROXY_H
 
 #include "gw.h"
+#include "head_scan.h" /* gw_fast_msg */
 
 #define GW_MAX_TRIES 8
 #define GW_WRITE_HIGH (1u << 20) /* stop reading the other side above */
@@ -172,6 +173,7 @@ struct gw_upconn {
     gw_upconn *next_idle;
     gw_upconn *lnext, *lprev; /* the worker's list of every connection */
     http_parser p;
+    gw_fast_msg fast; /* head_scan.c's side of p */
     /* the request whose response comes next; NULL when none, or when its
      * client went away (its response is read and dropped) */
     gw_request *req;

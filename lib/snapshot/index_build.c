@@ -11,6 +11,11 @@
  *   hosts   the whole-host table
  *   layout  the live nodes depth first into the index's arrays
  *
+ * The temporaries of place and flatten are cut from the edge table,
+ * dead once every route is in (tmp_get): its pages are faulted in
+ * already, where fresh blocks (~5 MB at 100,000 routes) are faulted in
+ * page by page, ~1.8 us a fault on this kind of VM.
+ *
  * index_step.c runs the same passes a bounded share at a time;
  * index.c owns the tries' insertion and the lookups.
  */
@@ -20,11 +25,55 @@
 
 #include <stddef.h>
 
+/* The one-shot build's state: the index being built and its
+ * temporaries. */
+typedef struct oneshot {
+    const sy__alloc *a;
+    sy__index *ix;
+    const sy__index_route *routes; /* sorted by key */
+    sy__index_route *routes_own;   /* their copy, unless given sorted */
+    size_t n;
+    uint8_t *placement; /* per route: 0 path, 1 host, 2 generic */
+    uint32_t *pcost;    /* per route and trie: its longest list + 1 */
+    uint32_t *slot_pos; /* per pending entry: its route's position */
+    rinfo *info;
+    /* the edge table's room after the insertion (tmp_get) */
+    char *spare;
+    size_t spare_len, spare_used;
+    builder b;
+    layout L;
+} oneshot;
+
+/* `bytes` for a temporary of the phases after the insertion (zeroed if
+ * asked), from the edge table's room while it lasts (a line aligned
+ * bump), else allocated. */
+static void *tmp_get(oneshot *o, size_t bytes, bool zero) {
+    size_t at = (o->spare_used + 63) & ~(size_t)63;
+    if (o->spare && at <= o->spare_len && bytes <= o->spare_len - at) {
+        o->spare_used = at + bytes;
+        if (zero)
+            memset(o->spare + at, 0, bytes);
+        return o->spare + at;
+    }
+    return zero ? sy__calloc(o->a, 1, bytes) : sy__malloc(o->a, bytes);
+}
+
+/* A temporary of tmp_get's given back (freed unless the edge table's). */
+static void tmp_put(oneshot *o, void *p) {
+    uintptr_t u = (uintptr_t)p, s = (uintptr_t)o->spare;
+    if (p && !(o->spare && u >= s && u < s + o->spare_len))
+        sy__free(o->a, p);
+}
+
 /* Stable counting sort of pending entries into per-(node, kind) lists. */
-static bool flatten(builder *b, sy__index *ix, const uint8_t *placement,
-                    const uint32_t *slot_pos, const rinfo *info) {
+static bool flatten(oneshot *o) {
+    builder *b = &o->b;
+    sy__index *ix = o->ix;
+    const uint8_t *placement = o->placement;
+    const uint32_t *slot_pos = o->slot_pos;
+    const rinfo *info = o->info;
     size_t nlists = (size_t)b->node_count * 2 + GENERIC_LISTS;
-    uint32_t *start = sy__calloc(b->a, nlists + 1, sizeof *start);
+    uint32_t *start = tmp_get(o, (nlists + 1) * sizeof *start, true);
     if (!start)
         return false;
     size_t kept = 0;
@@ -43,10 +92,10 @@ static bool flatten(builder *b, sy__index *ix, const uint8_t *placement,
     for (size_t i = 0; i < nlists; i++)
         start[i + 1] += start[i];
     ix->cands = sy__malloc(b->a, (kept ? kept : 1) * sizeof *ix->cands);
-    uint32_t *fill = sy__malloc(b->a, nlists * sizeof *fill);
+    uint32_t *fill = tmp_get(o, nlists * sizeof *fill, false);
     if (!ix->cands || !fill) {
-        sy__free(b->a, fill);
-        sy__free(b->a, start);
+        tmp_put(o, fill);
+        tmp_put(o, start);
         return false;
     }
     memcpy(fill, start, nlists * sizeof *fill);
@@ -72,13 +121,9 @@ static bool flatten(builder *b, sy__index *ix, const uint8_t *placement,
             ix->generic_some |= 1u << g;
     }
     ix->bytes += kept * sizeof *ix->cands;
-    sy__free(b->a, fill);
-    sy__free(b->a, start);
+    tmp_put(o, fill);
+    tmp_put(o, start);
     return true;
-}
-
-static uint32_t list_len_at(builder *b, uint32_t node, uint32_t kind) {
-    return b->list_len ? b->list_len[node * 2 + kind] : 0;
 }
 
 /*
@@ -128,37 +173,29 @@ static void prefetch_ahead(const sy__index_route *routes, size_t n, size_t r) {
         prefetch_patterns(routes[r + 1].route, true);
 }
 
-/* The one-shot build's state: the index being built and its
- * temporaries. */
-typedef struct oneshot {
-    const sy__alloc *a;
-    sy__index *ix;
-    sy__index_route *routes; /* sorted by key */
-    size_t n;
-    uint8_t *placement; /* per route: 0 path, 1 host, 2 generic */
-    uint32_t *pcost;    /* per route and trie: its longest list + 1 */
-    uint32_t *slot_pos; /* per pending entry: its route's position */
-    rinfo *info;
-    builder b;
-    layout L;
-} oneshot;
-
 /* The arrays, the routes sorted, the edge table and the two roots. */
 static bool build_start(oneshot *o, const sy__index_route *routes_in) {
     const sy__alloc *a = o->a;
     size_t n = o->n;
     o->ix = sy__calloc(a, 1, sizeof *o->ix);
-    o->routes = sy__malloc(a, (n ? n : 1) * sizeof *o->routes);
-    o->placement = sy__malloc(a, n ? n : 1);
-    o->pcost = sy__malloc(a, (n ? n : 1) * 2 * sizeof *o->pcost);
     o->info = sy__malloc(a, (n ? n : 1) * sizeof *o->info);
-    if (!o->ix || !o->routes || !o->placement || !o->pcost || !o->info)
+    if (!o->ix || !o->info)
         return false;
-    if (n)
-        memcpy(o->routes, routes_in, n * sizeof *o->routes);
-    if (!sy__sort_by_u64(a, o->routes, n, sizeof *o->routes,
-                         offsetof(sy__index_route, key)))
-        return false;
+    /* a first document's routes come in key order (slot i holds rank i):
+     * read where they are, no copy */
+    bool sorted = true;
+    for (size_t i = 1; i < n && sorted; i++)
+        sorted = routes_in[i - 1].key <= routes_in[i].key;
+    o->routes = routes_in;
+    if (!sorted) {
+        o->routes = o->routes_own = sy__malloc(a, n * sizeof *o->routes_own);
+        if (!o->routes_own)
+            return false;
+        memcpy(o->routes_own, routes_in, n * sizeof *o->routes_own);
+        if (!sy__sort_by_u64(a, o->routes_own, n, sizeof *o->routes_own,
+                             offsetof(sy__index_route, key)))
+            return false;
+    }
     o->ix->alloc = a;
     atomic_init(&o->ix->refs, 1);
     /* the edge table sized for ~2 literal edges a route (as
@@ -204,6 +241,9 @@ static bool build_insert(oneshot *o) {
         if (!path && !host)
             sy__ix_add_pending(b, GENERIC_ANY, 0, slot, 2);
     }
+    /* the edge table is not read again: its room serves tmp_get */
+    o->spare = (char *)b->edges;
+    o->spare_len = ((size_t)b->edge_mask + 1) * sizeof *b->edges;
     return !b->failed;
 }
 
@@ -212,15 +252,21 @@ static bool build_insert(oneshot *o) {
 static bool build_place(oneshot *o) {
     builder *b = &o->b;
     size_t n = o->n;
-    b->list_len =
-        sy__calloc(o->a, (size_t)b->node_count * 2, sizeof *b->list_len);
-    o->slot_pos = sy__malloc(o->a, (b->pend_count ? b->pend_count : 1) *
-                                       sizeof *o->slot_pos);
-    if (!b->list_len || !o->slot_pos)
+    o->placement = tmp_get(o, n ? n : 1, false);
+    o->pcost = tmp_get(o, (n ? n : 1) * 2 * sizeof *o->pcost, false);
+    o->slot_pos = tmp_get(
+        o, (b->pend_count ? b->pend_count : 1) * sizeof *o->slot_pos, false);
+    if (!o->placement || !o->pcost || !o->slot_pos)
+        return false;
+    /* the list lengths last: flatten's arrays take their room after */
+    size_t mark = o->spare_used;
+    uint32_t *list_len =
+        tmp_get(o, (size_t)b->node_count * 2 * sizeof *list_len, true);
+    if (!list_len)
         return false;
     for (size_t i = 0; i < b->pend_count; i++)
         if (b->pend[i].dim != 2)
-            b->list_len[b->pend[i].node * 2 + b->pend[i].kind]++;
+            list_len[b->pend[i].node * 2 + b->pend[i].kind]++;
     for (size_t r = 0; r < n; r++) {
         o->pcost[r * 2] = o->pcost[r * 2 + 1] = 0;
         o->placement[r] = 2;
@@ -232,7 +278,7 @@ static bool build_place(oneshot *o) {
         o->slot_pos[i] = (uint32_t)r;
         if (b->pend[i].dim == 2)
             continue;
-        uint32_t len = list_len_at(b, b->pend[i].node, b->pend[i].kind);
+        uint32_t len = list_len[b->pend[i].node * 2 + b->pend[i].kind];
         uint32_t *c = &o->pcost[r * 2 + b->pend[i].dim];
         if (len + 1 > *c)
             *c = len + 1;
@@ -246,6 +292,8 @@ static bool build_place(oneshot *o) {
             o->ix->host_routes++;
         }
     }
+    tmp_put(o, list_len);
+    o->spare_used = mark; /* list_len was the last one cut */
     return true;
 }
 
@@ -303,11 +351,11 @@ static bool build_layout(oneshot *o) {
 static void build_done(oneshot *o) {
     const sy__alloc *a = o->a;
     sy__ix_layout_done(a, &o->L);
-    sy__ix_builder_free(&o->b);
-    sy__free(a, o->slot_pos);
-    sy__free(a, o->routes);
-    sy__free(a, o->placement);
-    sy__free(a, o->pcost);
+    tmp_put(o, o->slot_pos);
+    tmp_put(o, o->placement);
+    tmp_put(o, o->pcost);
+    sy__ix_builder_free(&o->b); /* the edge table with them */
+    sy__free(a, o->routes_own);
     sy__free(a, o->info);
 }
 
@@ -317,9 +365,8 @@ int sy__index_build(const sy__alloc *a, const sy__index_route *routes_in,
     oneshot o = {.a = a, .n = n, .b = {.a = a}};
     sy__buf_init(&o.b.strings, a);
     bool ok = build_start(&o, routes_in) && build_insert(&o) &&
-              build_place(&o) &&
-              flatten(&o.b, o.ix, o.placement, o.slot_pos, o.info) &&
-              build_prune(&o) && build_hosts(&o) && build_layout(&o);
+              build_place(&o) && flatten(&o) && build_prune(&o) &&
+              build_hosts(&o) && build_layout(&o);
     sy__index *ix = o.ix;
     if (ok) {
         ix->built_nodes = o.b.node_count;

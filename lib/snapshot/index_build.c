@@ -37,32 +37,20 @@ typedef struct oneshot {
     uint32_t *pcost;    /* per route and trie: its longest list + 1 */
     uint32_t *slot_pos; /* per pending entry: its route's position */
     rinfo *info;
-    /* the edge table's room after the insertion (tmp_get) */
-    char *spare;
-    size_t spare_len, spare_used;
+    spare room; /* the edge table's, after the insertion (index_int.h) */
     builder b;
     layout L;
 } oneshot;
 
 /* `bytes` for a temporary of the phases after the insertion (zeroed if
- * asked), from the edge table's room while it lasts (a line aligned
- * bump), else allocated. */
+ * asked), from the edge table's room while it lasts, else allocated. */
 static void *tmp_get(oneshot *o, size_t bytes, bool zero) {
-    size_t at = (o->spare_used + 63) & ~(size_t)63;
-    if (o->spare && at <= o->spare_len && bytes <= o->spare_len - at) {
-        o->spare_used = at + bytes;
-        if (zero)
-            memset(o->spare + at, 0, bytes);
-        return o->spare + at;
-    }
-    return zero ? sy__calloc(o->a, 1, bytes) : sy__malloc(o->a, bytes);
+    return spare_get(o->a, &o->room, bytes, zero);
 }
 
 /* A temporary of tmp_get's given back (freed unless the edge table's). */
 static void tmp_put(oneshot *o, void *p) {
-    uintptr_t u = (uintptr_t)p, s = (uintptr_t)o->spare;
-    if (p && !(o->spare && u >= s && u < s + o->spare_len))
-        sy__free(o->a, p);
+    spare_put(o->a, &o->room, p);
 }
 
 /* Stable counting sort of pending entries into per-(node, kind) lists. */
@@ -242,8 +230,8 @@ static bool build_insert(oneshot *o) {
             sy__ix_add_pending(b, GENERIC_ANY, 0, slot, 2);
     }
     /* the edge table is not read again: its room serves tmp_get */
-    o->spare = (char *)b->edges;
-    o->spare_len = ((size_t)b->edge_mask + 1) * sizeof *b->edges;
+    o->room = (spare){(char *)b->edges,
+                      ((size_t)b->edge_mask + 1) * sizeof *b->edges, 0};
     return !b->failed;
 }
 
@@ -259,7 +247,7 @@ static bool build_place(oneshot *o) {
     if (!o->placement || !o->pcost || !o->slot_pos)
         return false;
     /* the list lengths last: flatten's arrays take their room after */
-    size_t mark = o->spare_used;
+    size_t mark = o->room.used;
     uint32_t *list_len =
         tmp_get(o, (size_t)b->node_count * 2 * sizeof *list_len, true);
     if (!list_len)
@@ -293,7 +281,7 @@ static bool build_place(oneshot *o) {
         }
     }
     tmp_put(o, list_len);
-    o->spare_used = mark; /* list_len was the last one cut */
+    o->room.used = mark; /* list_len was the last one cut */
     return true;
 }
 
@@ -301,6 +289,15 @@ static bool build_place(oneshot *o) {
 static bool build_prune(oneshot *o) {
     builder *b = &o->b;
     layout *L = &o->L;
+    /* the candidates are placed: the room is the layout's from here */
+    tmp_put(o, o->slot_pos);
+    tmp_put(o, o->placement);
+    tmp_put(o, o->pcost);
+    o->slot_pos = NULL;
+    o->placement = NULL;
+    o->pcost = NULL;
+    L->room = o->room;
+    L->room.used = 0;
     if (!sy__ix_layout_start(b, L))
         return false;
     for (uint32_t i = b->node_count; i-- > 0;)

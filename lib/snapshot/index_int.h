@@ -335,6 +335,34 @@ static inline void prune_node(builder *b, const uint32_t *up, uint32_t *live,
 /* layout_count's bits per old node, in kids[] */
 enum { LK_HASH = 1, LK_WILD = 2 };
 
+/* Room for a build's temporaries in memory already faulted in: the
+ * one-shot build's edge table once the insertion is done (index_build.c);
+ * empty (p NULL) in the stepwise build. spare_get cuts a line-aligned
+ * block from it (zeroed if asked) or, past its end, allocates one;
+ * spare_put frees a block unless it is the room's. */
+typedef struct spare {
+    char *p;
+    size_t len, used;
+} spare;
+
+static inline void *spare_get(const sy__alloc *a, spare *s, size_t bytes,
+                              bool zero) {
+    size_t at = (s->used + 63) & ~(size_t)63;
+    if (s->p && at <= s->len && bytes <= s->len - at) {
+        s->used = at + bytes;
+        if (zero)
+            memset(s->p + at, 0, bytes);
+        return s->p + at;
+    }
+    return zero ? sy__calloc(a, 1, bytes) : sy__malloc(a, bytes);
+}
+
+static inline void spare_put(const sy__alloc *a, const spare *s, void *p) {
+    uintptr_t u = (uintptr_t)p, b = (uintptr_t)s->p;
+    if (p && !(s->p && u >= b && u < b + s->len))
+        sy__free(a, p);
+}
+
 typedef struct lframe {
     uint32_t old, id; /* the node being expanded: old id, new id */
     uint32_t k, end;  /* its next child and its last in clist */
@@ -361,6 +389,9 @@ typedef struct layout {
     uint32_t slot_mask;
     char *strings;
     xside *side;
+    /* where live, kids, cstart, clist, order and stack are cut from: set
+     * before sy__ix_layout_start, which keeps it (empty: allocated) */
+    spare room;
 } layout;
 
 /* The pruning's arrays; up[] and key[] taken over from b (b keeps

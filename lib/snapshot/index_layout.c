@@ -13,14 +13,17 @@
 bool sy__ix_layout_start(builder *b, layout *L) {
     const sy__alloc *a = b->a;
     uint32_t nodes = b->node_count;
+    spare room = L->room;
     memset(L, 0, sizeof *L);
+    L->room = room;
     L->up = b->up;
     L->key = b->key;
     b->up = NULL;
     b->key = NULL;
-    L->live = sy__calloc(a, nodes, sizeof *L->live);
-    L->kids = sy__calloc(a, nodes, 1);
-    L->cstart = sy__malloc(a, ((size_t)nodes + 1) * sizeof *L->cstart);
+    L->live = spare_get(a, &L->room, (size_t)nodes * sizeof *L->live, true);
+    L->kids = spare_get(a, &L->room, nodes, true);
+    L->cstart =
+        spare_get(a, &L->room, ((size_t)nodes + 1) * sizeof *L->cstart, false);
     if (!L->up || !L->key || !L->live || !L->kids || !L->cstart)
         return false;
     L->cstart[0] = 0;
@@ -67,9 +70,9 @@ void sy__ix_layout_count(const builder *b, layout *L, uint32_t n) {
 
 bool sy__ix_layout_alloc(const sy__alloc *a, layout *L, bool zero) {
     size_t n = L->count, nk = n > 2 ? n - 2 : 1;
-    L->clist = sy__malloc(a, nk * sizeof *L->clist);
-    L->order = sy__malloc(a, n * 3 * sizeof *L->order);
-    L->stack = sy__malloc(a, n * sizeof *L->stack);
+    L->clist = spare_get(a, &L->room, nk * sizeof *L->clist, false);
+    L->order = spare_get(a, &L->room, n * 3 * sizeof *L->order, false);
+    L->stack = spare_get(a, &L->room, n * sizeof *L->stack, false);
     L->mem = sy__malloc(a, n * sizeof *L->xn + 64);
     if (L->long_bytes)
         L->strings = sy__malloc(a, L->long_bytes);
@@ -242,12 +245,12 @@ void sy__ix_layout_give(layout *L, sy__index *ix) {
 void sy__ix_layout_done(const sy__alloc *a, layout *L) {
     sy__free(a, L->up);
     sy__free(a, L->key);
-    sy__free(a, L->live);
-    sy__free(a, L->kids);
-    sy__free(a, L->cstart);
-    sy__free(a, L->clist);
-    sy__free(a, L->order);
-    sy__free(a, L->stack);
+    spare_put(a, &L->room, L->live);
+    spare_put(a, &L->room, L->kids);
+    spare_put(a, &L->room, L->cstart);
+    spare_put(a, &L->room, L->clist);
+    spare_put(a, &L->room, L->order);
+    spare_put(a, &L->room, L->stack);
     sy__free(a, L->mem);
     sy__free(a, L->slots);
     sy__free(a, L->strings);

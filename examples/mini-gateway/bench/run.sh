@@ -39,6 +39,29 @@
 # rows above).
 # Each case runs ROUNDS times, interleaved, and the median round is shown
 # (a shared machine is noisy: compare figures of one run only).
+# Pinning (PIN=1, the default): the proxy under test (the gateway or nginx,
+# all its threads and processes) runs on its own CPU(s), the last WORKERS
+# of the CPUs this script may use, and everything else (wrk, the backend,
+# redis-server, the admin client, this script) on the others, the same for
+# both proxies (taskset); PIN=0, a single CPU, fewer CPUs than WORKERS + 1
+# or no taskset: no pinning, and the conditions line says so. Unpinned, the
+# scheduler placed each new proxy process beside wrk or the backend or not,
+# and the CPU a request cost moved with where it landed.
+# The proxy's CPU time is its scheduler run time (/proc/PID/task/*/schedstat,
+# ns, all threads of it and its children; where schedstat is missing,
+# utime + stime, which the kernel scales to the same run time but reports
+# in 1/CLK_TCK = 10 ms steps per thread), measured over the DURATION s
+# run only: a WARMUP s run of wrk (default 1) against the same process
+# comes first, so connection set-up, first-touch page faults and cold
+# caches count for neither proxy. With pinning, the ksoftirqd of the
+# proxy's CPU is printed beside it (sirq): loopback delivers a packet on
+# the sender's CPU, in the sender's context, or in that ksoftirqd when the
+# kernel defers it, so that column is receive work of the proxy's own
+# sends that its own figure does not hold.
+# CASES=one,many,storm,policy,pipeline (default all): which groups run
+# (one: the gateway and both nginx at 1 route; many: the same at ROUTES;
+# storm: the storm and its control; policy: the policy rows and their
+# control; pipeline: the pipelined rows); the backend-direct row always.
 #   DURATION=10 CONNECTIONS=50 ROUNDS=3 bash examples/mini-gateway/bench/run.sh
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
@@ -48,12 +71,39 @@ ROUTES=${ROUTES:-10000}
 ROUNDS=${ROUNDS:-3}
 WORKERS=${WORKERS:-1}
 PIPELINE=${PIPELINE:-8}
+WARMUP=${WARMUP:-1}
+PIN=${PIN:-1}
+CASES=${CASES:-one,many,storm,policy,pipeline}
+has_case() { case ",$CASES," in *",$1,"*) return 0 ;; esac; return 1; }
 bash tests/install-deps.sh
 [ -d build-bench ] || meson setup build-bench --buildtype=release \
   -Dtests=false -Dbench=false >/dev/null
 ninja -C build-bench >/dev/null
 GW=$PWD/build-bench/examples/mini-gateway/mini-gateway
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+
+# pinning: the proxy on the last WORKERS CPUs this script may use, the rest
+# (this script and so everything it starts but the proxies) on the others
+cpus=$(python3 -c 'import os; print(" ".join(map(str, sorted(os.sched_getaffinity(0)))))')
+read -r -a cpu_list <<< "$cpus"
+proxy_cpus="" load_cpus="" pin_note=""
+if [ "$PIN" = 0 ]; then
+  pin_note="not pinned (PIN=0)"
+elif ! command -v taskset >/dev/null; then
+  pin_note="not pinned (no taskset: util-linux)"
+elif [ "${#cpu_list[@]}" -lt $((WORKERS + 1)) ]; then
+  pin_note="not pinned (${#cpu_list[@]} CPU(s) for $WORKERS proxy worker(s) and the load)"
+else
+  n=${#cpu_list[@]}
+  proxy_cpus=$(IFS=,; echo "${cpu_list[*]:$((n - WORKERS))}")
+  load_cpus=$(IFS=,; echo "${cpu_list[*]:0:$((n - WORKERS))}")
+  taskset -pc "$load_cpus" $$ >/dev/null
+  pin_note="pinned: proxy on CPU $proxy_cpus, wrk/backend/redis on CPU $load_cpus"
+fi
+[ -n "$proxy_cpus" ] || echo "note: $pin_note; the proxies' CPU per request moves more between runs" >&2
+on_proxy_cpus() { # command...: runs it on the proxy's CPUs (exec: same pid)
+  if [ -n "$proxy_cpus" ]; then exec taskset -c "$proxy_cpus" "$@"; else exec "$@"; fi
+}
 work=$(mktemp -d /tmp/gw-bench-XXXXXX)
 pids=()
 cleanup() {
@@ -95,12 +145,20 @@ error_log %(w)s/nginx-error.log warn;
 events { worker_connections 4096; }
 http {
   access_log off;
+  # nginx closes a keep-alive connection after 1,000 requests by default,
+  # client side and upstream side (1.19.10+); the gateway never does, so
+  # nginx would pay a reconnect both ways every 1,000 requests
+  keepalive_requests 1000000;
   client_body_temp_path %(w)s/tmp-body;
   proxy_temp_path %(w)s/tmp-proxy;
   fastcgi_temp_path %(w)s/tmp-fcgi;
   uwsgi_temp_path %(w)s/tmp-uwsgi;
   scgi_temp_path %(w)s/tmp-scgi;
-  upstream backend { server 127.0.0.1:%(bp)d; keepalive 64; }
+  upstream backend {
+    server 127.0.0.1:%(bp)d;
+    keepalive 64;
+    keepalive_requests 1000000;
+  }
   server {
     listen 127.0.0.1:NGINX_PORT;
 %(locs)s
@@ -147,33 +205,53 @@ sed -i "s/NGINX_PORT/$NP/; s/WORKERS/$WORKERS/" "$work"/nginx-*.conf
 
 results="$work/results.txt"
 : > "$results"
-cpu_ticks() { # pid -> "ticks switches": utime+stime and context switches
-  # (voluntary + involuntary) of all threads of it and its children (nginx's
-  # workers)
+# the proxy's CPU time: scheduler run time (ns) where the kernel has
+# schedstat, else utime + stime (the same run time, the kernel scales its
+# tick samples to it, but in steps of 1/CLK_TCK s, 10 ms, per thread)
+if [ -r /proc/self/schedstat ]; then cpu_src="schedstat run time"; else
+  cpu_src="utime+stime (10 ms steps)"; fi
+hz=$(getconf CLK_TCK)
+cpu_ns() { # pid... -> "ns switches": CPU time and context switches
+  # (voluntary + involuntary) of all threads of each pid and its children
+  # (nginx's workers)
   local t=0 cs=0 p task
-  for p in "$1" $(pgrep -P "$1" || true); do
+  for p in "$@" $(for q in "$@"; do pgrep -P "$q" || true; done); do
     for task in /proc/"$p"/task/*; do
-      t=$((t + $(sed 's/.*) //' "$task/stat" | awk '{print $12 + $13}')))
+      if [ -r "$task/schedstat" ]; then
+        t=$((t + $(cut -d' ' -f1 "$task/schedstat")))
+      else
+        t=$((t + $(sed 's/.*) //' "$task/stat" | awk '{print $12 + $13}') * 1000000000 / hz))
+      fi
       cs=$((cs + $(awk '/ctxt_switches/ {n += $2} END {print n}' \
         "$task/status")))
-    done
+    done 2>/dev/null
   done
   echo "$t $cs"
 }
+# the ksoftirqd threads of the proxy's CPUs (with pinning only)
+sirq_pids=""
+for c in ${proxy_cpus//,/ }; do
+  sirq_pids="$sirq_pids $(pgrep -x "ksoftirqd/$c" || true)"
+done
+sirq_ns() { [ -n "${sirq_pids// /}" ] && cpu_ns $sirq_pids | cut -d' ' -f1 || echo 0; }
 sys_ctxt() { awk '/^ctxt/ {print $2}' /proc/stat; }
 run_wrk() { # name url [pid of the proxy, for its CPU time]
-  local out c0="0 0" c1="0 0" s0 s1
-  [ -n "${3:-}" ] && c0=$(cpu_ticks "$3")
+  local out c0="0 0" c1="0 0" s0 s1 q0 q1
+  # the warm-up: same connections, same process, not measured
+  [ "$WARMUP" = 0 ] || wrk -t1 -c"$CONNECTIONS" -d"${WARMUP}s" "$2" >/dev/null
+  [ -n "${3:-}" ] && c0=$(cpu_ns "$3")
+  q0=$(sirq_ns)
   s0=$(sys_ctxt)
   out=$(wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency "$2")
   s1=$(sys_ctxt)
-  [ -n "${3:-}" ] && c1=$(cpu_ticks "$3")
-  python3 - "$1" "$results" "$c0" "$c1" "$((s1 - s0))" "$(getconf CLK_TCK)" <<PY
+  q1=$(sirq_ns)
+  [ -n "${3:-}" ] && c1=$(cpu_ns "$3")
+  python3 - "$1" "$results" "$c0" "$c1" "$((s1 - s0))" "$((q1 - q0))" <<PY
 import re, sys
 out = """$out"""
 name, res = sys.argv[1], sys.argv[2]
 (t0, x0), (t1, x1) = (map(int, a.split()) for a in sys.argv[3:5])
-ticks, pcs, scs, hz = t1 - t0, x1 - x0, int(sys.argv[5]), int(sys.argv[6])
+ns, pcs, scs, sirq = t1 - t0, x1 - x0, int(sys.argv[5]), int(sys.argv[6])
 def ms(s):
     m = re.match(r"([\d.]+)(us|ms|s|m)$", s)
     if not m:
@@ -195,26 +273,28 @@ if m: errs += int(m.group(1))
 m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
 if m: errs += sum(int(x) for x in m.groups())
 total = int(re.search(r"(\d+) requests in", out).group(1))
-cpu = ticks * 1e6 / hz / total if ticks and total else float("nan")
-pcs = pcs / total if ticks and total else float("nan")
+cpu = ns / 1e3 / total if ns and total else float("nan")
+pcs = pcs / total if ns and total else float("nan")
 scs = scs / total if total else float("nan")
-line = "%-28s %10.0f %9.3f %9.3f %8d %9d %8.1f %7.3f %7.3f" % (
-    name, rps, p50, p99, errs, total, cpu, pcs, scs)
+sirq = sirq / 1e3 / total if total else float("nan")
+line = "%-28s %10.0f %9.3f %9.3f %8d %9d %8.2f %7.3f %7.3f %6.2f" % (
+    name, rps, p50, p99, errs, total, cpu, pcs, scs, sirq)
 print(line, flush=True)
-open(res, "a").write("%s|%f|%f|%f|%d|%f|%f|%f\n" % (name, rps, p50, p99, errs,
-                                                   cpu, pcs, scs))
+open(res, "a").write("%s|%f|%f|%f|%d|%f|%f|%f|%f\n" % (
+    name, rps, p50, p99, errs, cpu, pcs, scs, sirq))
 PY
 }
 
-echo "wrk -t1 -c$CONNECTIONS -d${DURATION}s, median of $ROUNDS rounds; $(nproc) cores; $WORKERS proxy worker(s); load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf "%-28s %10s %9s %9s %8s %9s %8s %7s %7s\n" case "req/s" "p50 ms" "p99 ms" errors requests "us/req" "cs/req" "sys-cs"
+echo "wrk -t1 -c$CONNECTIONS -d${DURATION}s after ${WARMUP}s warm-up, median of $ROUNDS rounds; ${#cpu_list[@]} cores; $WORKERS proxy worker(s); $pin_note; CPU: $cpu_src; load $(cut -d' ' -f1-3 /proc/loadavg)"
+printf "%-28s %10s %9s %9s %8s %9s %8s %7s %7s %6s\n" case "req/s" "p50 ms" "p99 ms" errors requests "us/req" "cs/req" "sys-cs" "sirq"
 # us/req: the proxy's CPU time (all its threads) per request; cs/req: its
 # context switches per request; sys-cs: the machine's context switches per
 # request (every process; others' work counts too); none for the proxy in
-# the backend-direct case
+# the backend-direct case; sirq: the ksoftirqd of the proxy's CPU, us per
+# request (pinned only; 0 when the kernel deferred none of its work)
 
 start_gw() { # routes file [more flags]
-  "$GW" --listen 127.0.0.1:$GP --admin 127.0.0.1:$AP --workers "$WORKERS" --quiet \
+  on_proxy_cpus "$GW" --listen 127.0.0.1:$GP --admin 127.0.0.1:$AP --workers "$WORKERS" --quiet \
     --routes "$@" 2>"$work/gw.log" &
   gwpid=$!; pids+=($gwpid)
   wait_port $GP; wait_port $AP
@@ -222,15 +302,27 @@ start_gw() { # routes file [more flags]
 stop_pid() { kill "$1"; wait "$1" 2>/dev/null || true; }
 start_nginx() { # conf
   mkdir -p "$work"/tmp-{body,proxy,fcgi,uwsgi,scgi}
-  "$NGINX" -p "$work" -c "$1" -g 'daemon off;' 2>>"$work/nginx-error.log" &
+  on_proxy_cpus "$NGINX" -p "$work" -c "$1" -g 'daemon off;' 2>>"$work/nginx-error.log" &
   ngpid=$!; pids+=($ngpid)
   wait_port $NP
 }
 url_end="r$((ROUTES-1))/x"
+run_proxy() { # "gw|routes file|name" or "ng|nginx conf|name": start, load, stop
+  local kind=${1%%|*} rest=${1#*|}
+  if [ "$kind" = gw ]; then
+    start_gw "$work/${rest%%|*}"
+    run_wrk "${rest#*|}" "http://127.0.0.1:$GP/$url_end" $gwpid
+    stop_pid $gwpid
+  else
+    start_nginx "$work/${rest%%|*}"
+    run_wrk "${rest#*|}" "http://127.0.0.1:$NP/$url_end" $ngpid
+    stop_pid $ngpid
+  fi
+}
 cp "$work/one.json" "$work/single.json"
 cp "$work/many.json" "$work/bench-routes.json"
 admin_client() { # storm|control: one admin request every 10 ms, in the background
-  python3 - "$AP" "$BP" "$DURATION" "$1" > "$work/storm.txt" <<'PY' &
+  python3 - "$AP" "$BP" "$((DURATION + WARMUP))" "$1" > "$work/storm.txt" <<'PY' &
 import http.client, json, sys, time
 ap, bp, dur, mode = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
 c = http.client.HTTPConnection("127.0.0.1", ap, timeout=5)
@@ -257,8 +349,8 @@ redis-server --port "$RP" --bind 127.0.0.1 --save "" --appendonly no \
   >"$work/redis.log" 2>&1 &
 redispid=$!; pids+=($redispid)
 wait_port $RP
-redis_snap() { # "cpu-ticks script-calls script-usec" of the redis-server
-  echo "$(sed 's/.*) //' /proc/$redispid/stat | awk '{print $12 + $13}')" \
+redis_snap() { # "cpu-ns script-calls script-usec" of the redis-server
+  echo "$(cpu_ns "$redispid" | cut -d' ' -f1)" \
     "$(redis-cli -p "$RP" INFO commandstats | tr -d '\r' | python3 -c '
 import re, sys
 c = u = 0
@@ -269,7 +361,7 @@ print(c, u)')"
 }
 redis_row() { # before after: Redis's share of the last Redis-limit run, per
   # limited request (the gateway's redis_calls_total counts them)
-  python3 - "$1" "$2" "$AP" "$(getconf CLK_TCK)" "$work/redis-rows.txt" <<'PY'
+  python3 - "$1" "$2" "$AP" "$work/redis-rows.txt" <<'PY'
 import re, sys, urllib.request
 (t0, c0, u0), (t1, c1, u1) = (map(int, a.split()) for a in sys.argv[1:3])
 body = urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[3]).read().decode()
@@ -277,39 +369,38 @@ m = re.search(r"^gateway_rate_limit_redis_calls_total (\d+)", body, re.M)
 n = int(m.group(1)) if m else 0
 if not n:
     sys.exit(0)
-cpu, calls = (t1 - t0) * 1e6 / int(sys.argv[4]) / n, (c1 - c0) / n
+cpu, calls = (t1 - t0) / 1e3 / n, (c1 - c0) / n
 each = (u1 - u0) / (c1 - c0) if c1 > c0 else 0
 print("  redis-server: %.1f us CPU/request, %.3f script calls/request, "
       "%.1f us each (%d limited requests)" % (cpu, calls, each, n), flush=True)
-open(sys.argv[5], "a").write("%f %f %f\n" % (cpu, calls, each))
+open(sys.argv[4], "a").write("%f %f %f\n" % (cpu, calls, each))
 PY
 }
 storm_total=0; storm_bad_total=0
 for round in $(seq "$ROUNDS"); do
   run_wrk "backend direct" "http://127.0.0.1:$BP/$url_end"
-  start_gw "$work/single.json"
-  run_wrk "mini-gateway, 1 route" "http://127.0.0.1:$GP/$url_end" $gwpid
-  stop_pid $gwpid
-  start_nginx "$work/nginx-one.conf"
-  run_wrk "nginx, 1 location" "http://127.0.0.1:$NP/$url_end" $ngpid
-  stop_pid $ngpid
-  start_nginx "$work/nginx-one-xff.conf"
-  run_wrk "nginx same headers, 1 loc." "http://127.0.0.1:$NP/$url_end" $ngpid
-  stop_pid $ngpid
-  start_gw "$work/bench-routes.json"
-  run_wrk "mini-gateway, $ROUTES routes" "http://127.0.0.1:$GP/$url_end" $gwpid
-  stop_pid $gwpid
-  start_nginx "$work/nginx-many.conf"
-  run_wrk "nginx, $ROUTES locations" "http://127.0.0.1:$NP/$url_end" $ngpid
-  stop_pid $ngpid
-  start_nginx "$work/nginx-many-xff.conf"
-  run_wrk "nginx same headers, $ROUTES loc." "http://127.0.0.1:$NP/$url_end" $ngpid
-  stop_pid $ngpid
+  # the gateway and the two nginx, at 1 route and at ROUTES: the order
+  # reversed every other round, so neither proxy always runs first
+  if has_case one; then
+    one=("gw|single.json|mini-gateway, 1 route"
+         "ng|nginx-one.conf|nginx, 1 location"
+         "ng|nginx-one-xff.conf|nginx same headers, 1 loc.")
+    [ $((round % 2)) = 1 ] || one=("${one[2]}" "${one[1]}" "${one[0]}")
+    for pc in "${one[@]}"; do run_proxy "$pc"; done
+  fi
+  if has_case many; then
+    many=("gw|bench-routes.json|mini-gateway, $ROUTES routes"
+          "ng|nginx-many.conf|nginx, $ROUTES locations"
+          "ng|nginx-many-xff.conf|nginx same headers, $ROUTES loc.")
+    [ $((round % 2)) = 1 ] || many=("${many[2]}" "${many[1]}" "${many[0]}")
+    for pc in "${many[@]}"; do run_proxy "$pc"; done
+  fi
 
   # the reload storm: one publish every 10 ms through the admin API (a
   # route other than the one under load changes, as in a real fleet), and
   # its control: the same client reading GET /status every 10 ms, so the
   # storm's cost reads apart from the driver's and the admin thread's
+  if has_case storm; then
   start_gw "$work/single.json"
   admin_client control
   run_wrk "mini-gateway, storm control" "http://127.0.0.1:$GP/$url_end" $gwpid
@@ -320,12 +411,14 @@ for round in $(seq "$ROUNDS"); do
   read -r publishes storm_bad < "$work/storm.txt"
   storm_total=$((storm_total + publishes)); storm_bad_total=$((storm_bad_total + storm_bad))
   stop_pid $gwpid
+  fi
 
   # policies on the one route, and the same route without one (the
   # control), the three in an order rotated each round; each policy is
   # read against the control, not against the 1-route row above: where a
   # case runs in the round moves its CPU per request by more than a
   # policy's work does (the control / 1 route row prints how much)
+  if has_case policy; then
   pol=("single.json|no policy" "limit.json|local limit"
        "breaker.json|breaker")
   for i in 0 1 2; do
@@ -339,9 +432,10 @@ for round in $(seq "$ROUNDS"); do
   run_wrk "mini-gateway, Redis limit" "http://127.0.0.1:$GP/$url_end" $gwpid
   redis_row "$rs0" "$(redis_snap)"
   stop_pid $gwpid
+  fi
 
   # pipelined to the backend (after the rows above: their order is read)
-  if [ "$PIPELINE" -gt 1 ]; then
+  if [ "$PIPELINE" -gt 1 ] && has_case pipeline; then
     for pc in "single.json|1 route" "bench-routes.json|$ROUTES routes" \
               "limit.json|local limit" "breaker.json|breaker"; do
       start_gw "$work/${pc%%|*}" --upstream-pipeline "$PIPELINE"
@@ -350,42 +444,51 @@ for round in $(seq "$ROUNDS"); do
     done
   fi
 done
-echo "reload storm: $storm_total publishes in $ROUNDS x ~${DURATION}s ($storm_bad_total rejected)"
+has_case storm && echo "reload storm: $storm_total publishes in $ROUNDS x ~${DURATION}s ($storm_bad_total rejected)"
 
-python3 - "$results" <<'PY'
+python3 - "$results" "$ROUTES" <<'PY'
 import sys
 runs = {}
 for line in open(sys.argv[1]):
-    name, rps, p50, p99, errs, cpu, pcs, scs = line.strip().split("|")
+    name, rps, p50, p99, errs, cpu, pcs, scs, sirq = line.strip().split("|")
     runs.setdefault(name, []).append((float(rps), float(p50), float(p99),
                                       int(errs), float(cpu), float(pcs),
-                                      float(scs)))
+                                      float(scs), float(sirq)))
+R = sys.argv[2]
 rows = {}
-print("\nmedian round (by req/s) of each case; us/req, cs/req, sys-cs: median")
-print("%-28s %10s %9s %9s %8s %8s %7s %7s" % ("case", "req/s", "p50 ms",
-      "p99 ms", "errors", "us/req", "cs/req", "sys-cs"))
+print("\nmedian round (by req/s) of each case; us/req, cs/req, sys-cs, sirq: median")
+print("%-28s %10s %9s %9s %8s %8s %7s %7s %6s" % ("case", "req/s", "p50 ms",
+      "p99 ms", "errors", "us/req", "cs/req", "sys-cs", "sirq"))
 def median(xs):
     xs = sorted(xs)
     return xs[len(xs) // 2]
 for name, rs in runs.items():
-    rs.sort()
-    m = rs[len(rs) // 2]
+    m = sorted(rs)[len(rs) // 2]
     rows[name] = m[:3] + (sum(r[3] for r in rs), median(r[4] for r in rs),
-                          median(r[5] for r in rs), median(r[6] for r in rs))
-    print("%-28s %10.0f %9.3f %9.3f %8d %8.1f %7.3f %7.3f" % (
+                          median(r[5] for r in rs), median(r[6] for r in rs),
+                          median(r[7] for r in rs))
+    print("%-28s %10.0f %9.3f %9.3f %8d %8.2f %7.3f %7.3f %6.2f" % (
         (name,) + rows[name]))
 def ratio(a, b, label):
     if a in rows and b in rows:
         ra, rb = rows[a], rows[b]
-        print("%-44s req/s %.2f  p99 %.2f  cpu/req %.2f" % (
+        # the same ratio round by round (the two cases of a round ran
+        # close together): how far one round's figure is from the median
+        per = ["%.2f" % (x[4] / y[4]) for x, y in zip(runs[a], runs[b])
+               if y[4] == y[4] and y[4]]
+        print("%-44s req/s %.2f  p99 %.2f  cpu/req %.2f  (rounds: %s)" % (
             label, ra[0] / rb[0], ra[2] / rb[2] if rb[2] else 0,
-            ra[4] / rb[4] if rb[4] else 0))
+            ra[4] / rb[4] if rb[4] else 0, " ".join(per)))
 print()
-names = list(rows)  # in the order of the cases above
-gw1, ng1, ngx, gwn, ngn, ngnx, ctl, storm = names[1:9]
+gw1, ng1, ngx = ("mini-gateway, 1 route", "nginx, 1 location",
+                 "nginx same headers, 1 loc.")
+gwn, ngn, ngnx = ("mini-gateway, %s routes" % R, "nginx, %s locations" % R,
+                  "nginx same headers, %s loc." % R)
+ctl, storm = "mini-gateway, storm control", "mini-gateway, reload storm"
+names = list(rows)
 # the policy rows by name (their order rotates from round to round)
 pol = {n.split(", ", 1)[1]: n for n in names if n.startswith("mini-gateway, ")}
-nopol = pol.get("no policy", gw1)
+nopol = pol.get("no policy")
 lim, brk, rlim = (pol.get(k, k) for k in ("local limit", "breaker",
                                           "Redis limit"))
 ratio(gw1, ngx, "gateway / nginx same headers, 1 route:")

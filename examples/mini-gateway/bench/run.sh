@@ -6,8 +6,8 @@
 # (one admin publish every 10 ms) and beside the same admin client only
 # reading GET /status every 10 ms (the control: what the driver and the
 # admin thread cost without a publish). Prints requests/s, p50/p99 latency,
-# errors, the proxy's own CPU time per request (user+system of its process,
-# all threads), its context switches per request (voluntary + involuntary,
+# errors, the proxy's own CPU time per request (its run time, all
+# processes and threads), its context switches per request (voluntary + involuntary,
 # all threads: how often it went to sleep or was preempted) and the whole
 # machine's context switches per request (/proc/stat), and the gateway/nginx
 # ratios. A benchmark, not a test: it prints figures and asserts nothing.
@@ -58,10 +58,14 @@
 # the sender's CPU, in the sender's context, or in that ksoftirqd when the
 # kernel defers it, so that column is receive work of the proxy's own
 # sends that its own figure does not hold.
-# CASES=one,many,storm,policy,pipeline (default all): which groups run
-# (one: the gateway and both nginx at 1 route; many: the same at ROUTES;
-# storm: the storm and its control; policy: the policy rows and their
-# control; pipeline: the pipelined rows); the backend-direct row always.
+# CASES=one,many,storm,policy,pipeline,pairs (default all): which groups
+# run (one: the gateway and both nginx at 1 route; many: the same at
+# ROUTES; storm: the storm and its control; policy: the policy rows and
+# their control; pipeline: the pipelined rows; pairs, once after the
+# rounds: the gateway and nginx with the same headers running side by
+# side, loaded in turn for PHASE s (default 2), PAIRS times each (default
+# 10), at 1 route and at ROUTES, and the median of the pairs' CPU ratios);
+# the backend-direct row always.
 #   DURATION=10 CONNECTIONS=50 ROUNDS=3 bash examples/mini-gateway/bench/run.sh
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
@@ -73,7 +77,9 @@ WORKERS=${WORKERS:-1}
 PIPELINE=${PIPELINE:-8}
 WARMUP=${WARMUP:-1}
 PIN=${PIN:-1}
-CASES=${CASES:-one,many,storm,policy,pipeline}
+CASES=${CASES:-one,many,storm,policy,pipeline,pairs}
+PAIRS=${PAIRS:-10}
+PHASE=${PHASE:-2}
 has_case() { case ",$CASES," in *",$1,"*) return 0 ;; esac; return 1; }
 bash tests/install-deps.sh
 [ -d build-bench ] || meson setup build-bench --buildtype=release \
@@ -214,17 +220,20 @@ hz=$(getconf CLK_TCK)
 cpu_ns() { # pid... -> "ns switches": CPU time and context switches
   # (voluntary + involuntary) of all threads of each pid and its children
   # (nginx's workers)
-  local t=0 cs=0 p task
+  local t=0 cs=0 p task v
   for p in "$@" $(for q in "$@"; do pgrep -P "$q" || true; done); do
-    for task in /proc/"$p"/task/*; do
+    for task in /proc/"$p"/task/*; do # (a task may end while read: 0)
       if [ -r "$task/schedstat" ]; then
-        t=$((t + $(cut -d' ' -f1 "$task/schedstat")))
+        v=$(cut -d' ' -f1 "$task/schedstat" 2>/dev/null || true)
       else
-        t=$((t + $(sed 's/.*) //' "$task/stat" | awk '{print $12 + $13}') * 1000000000 / hz))
+        v=$(sed 's/.*) //' "$task/stat" 2>/dev/null |
+          awk -v hz="$hz" '{printf "%d", ($12 + $13) * 1e9 / hz}' || true)
       fi
-      cs=$((cs + $(awk '/ctxt_switches/ {n += $2} END {print n}' \
-        "$task/status")))
-    done 2>/dev/null
+      t=$((t + ${v:-0}))
+      v=$(awk '/ctxt_switches/ {n += $2} END {print n + 0}' \
+        "$task/status" 2>/dev/null || true)
+      cs=$((cs + ${v:-0}))
+    done
   done
   echo "$t $cs"
 }
@@ -444,6 +453,61 @@ for round in $(seq "$ROUNDS"); do
     done
   fi
 done
+
+# the gateway and nginx (same headers) alternated: both running at once on
+# the same CPU, wrk loading one for PHASE s, then the other, PAIRS times
+# each (the order reversed every other pair: g n n g g n ...), each phase's
+# CPU per request its process's run time over the requests it served; a
+# pair's ratio is read from two phases seconds apart, so the load others
+# put on the machine, which drifts over minutes, moves both alike
+pair_ratio() { # label routes-file nginx-conf
+  local k first second kind pid url c0 c1 n out
+  start_gw "$work/$2"; start_nginx "$work/$3"
+  for kind in gw ng; do
+    [ "$WARMUP" = 0 ] || wrk -t1 -c"$CONNECTIONS" -d"${WARMUP}s" \
+      "http://127.0.0.1:$([ $kind = gw ] && echo $GP || echo $NP)/$url_end" >/dev/null || true
+  done
+  : > "$work/pairs.txt"
+  for k in $(seq "$PAIRS"); do
+    if [ $((k % 2)) = 1 ]; then set -- "$1" "$2" "$3" gw ng; else set -- "$1" "$2" "$3" ng gw; fi
+    for kind in "$4" "$5"; do
+      if [ $kind = gw ]; then pid=$gwpid url="http://127.0.0.1:$GP/$url_end"
+      else pid=$ngpid url="http://127.0.0.1:$NP/$url_end"; fi
+      c0=$(cpu_ns "$pid")
+      out=$(wrk -t1 -c"$CONNECTIONS" -d"${PHASE}s" "$url" 2>&1) ||
+        echo "pair $k, $kind: wrk failed: ${out: -200}" >&2
+      kill -0 "$pid" 2>/dev/null || { echo "pair $k: the $kind proxy ended" >&2; break 2; }
+      c1=$(cpu_ns "$pid")
+      n=$(echo "$out" | awk '/requests in/ {print $1}')
+      echo "$k $kind ${n:-0} $(( ${c1% *} - ${c0% *} ))" >> "$work/pairs.txt"
+    done
+  done
+  stop_pid $gwpid; stop_pid $ngpid
+  python3 - "$1" "$work/pairs.txt" <<'PY'
+import sys
+ph = {}
+for l in open(sys.argv[2]):
+    k, kind, n, ns = l.split()
+    if int(n):
+        ph[(int(k), kind)] = int(ns) / 1e3 / int(n)
+ks = sorted({k for k, _ in ph if (k, "gw") in ph and (k, "ng") in ph})
+r = [ph[(k, "gw")] / ph[(k, "ng")] for k in ks]
+if not r:
+    print("%-44s no figures" % sys.argv[1]); sys.exit(0)
+med = lambda xs: sorted(xs)[len(xs) // 2]
+print("%-44s cpu/req %.2f (median of %d pairs; %.2f-%.2f); "
+      "gateway %.2f, nginx %.2f us/req (medians)" % (
+          sys.argv[1], med(r), len(r), min(r), max(r),
+          med([ph[(k, "gw")] for k in ks]), med([ph[(k, "ng")] for k in ks])))
+PY
+}
+if has_case pairs; then
+  echo "alternating: ${PAIRS} pairs of ${PHASE}s phases, each proxy's CPU per request"
+  pair_ratio "alternating gateway / nginx same headers, 1:" \
+    single.json nginx-one-xff.conf
+  pair_ratio "alternating gateway / nginx same headers, many:" \
+    bench-routes.json nginx-many-xff.conf
+fi
 has_case storm && echo "reload storm: $storm_total publishes in $ROUNDS x ~${DURATION}s ($storm_bad_total rejected)"
 
 python3 - "$results" "$ROUTES" <<'PY'

@@ -237,7 +237,8 @@ if os.path.exists(gw):
         if line.startswith("wrk ") or line.startswith("gateway /") or \
            line.startswith("gateway storm") or line.startswith("reload storm") \
            or " / nginx same headers, 1, p" in line \
-           or "/ no policy" in line or line.startswith("no policy /"):
+           or "/ no policy" in line or line.startswith("no policy /") \
+           or line.startswith("alternating"):
             print("    " + line)
     # the median table: case -> proxy CPU per request (us/req column)
     med = txt.split("median round", 1)[-1]

@@ -24,24 +24,22 @@
 #include <http_parser.h>
 #include <string.h>
 
-#define BIT(ch) ((uint64_t)1 << ((ch)&63))
-/* RFC 9110 tchar, as http-parser's tokens[] table: bytes 0-63, 64-127 */
-static const uint64_t tchar_lo = BIT('!') | BIT('#') | BIT('$') | BIT('%') |
-                                 BIT('&') | BIT('\'') | BIT('*') | BIT('+') |
-                                 BIT('-') | BIT('.') | (0x3FFull << 48);
-static const uint64_t tchar_hi = (0x3FFFFFFull << 1) | BIT('^') | BIT('_') |
-                                 BIT('`') | (0x3FFFFFFull << 33) | BIT('|') |
-                                 BIT('~');
-
-static inline bool is_tchar(unsigned char ch) {
-    if (ch < 64)
-        return (tchar_lo >> ch) & 1;
-    return ch < 128 && ((tchar_hi >> (ch - 64)) & 1);
-}
-
-static inline bool is_vis(unsigned char ch) {
-    return ch > 0x20 && ch < 0x7f;
-}
+/* Byte classes, one table lookup a byte: TCHAR RFC 9110's tchar (as
+ * http-parser's tokens[]), VALUE a header value's byte here (visible ASCII,
+ * SP, HTAB), VIS visible ASCII (a target's byte here). 128-255: none. */
+enum { TCHAR = 1, VALUE = 2, VIS = 4 };
+/* clang-format off */
+static const unsigned char cls[256] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, /* 00 */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 10 */
+    2, 7, 6, 7, 7, 7, 7, 7, 6, 6, 7, 7, 6, 7, 7, 6, /* 20 */
+    7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 6, 6, 6, 6, 6, 6, /* 30 */
+    6, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, /* 40 */
+    7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 6, 6, 6, 7, 7, /* 50 */
+    7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, /* 60 */
+    7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 6, 7, 6, 7, 0, /* 70 */
+};
+/* clang-format on */
 
 /* a name or value equal, ASCII case aside, to a lowercase literal; exact
  * for the bytes compared here (tchar or value bytes: only letters change
@@ -120,7 +118,7 @@ static const unsigned char *scan_fields(const unsigned char *p,
             break;
         }
         const unsigned char *n = p;
-        while (p < end && is_tchar(*p))
+        while (p < end && (cls[*p] & TCHAR))
             p++;
         if (p == end || *p != ':' || p == n)
             return NULL;
@@ -129,7 +127,7 @@ static const unsigned char *scan_fields(const unsigned char *p,
         while (p < end && (*p == ' ' || *p == '\t'))
             p++;
         const unsigned char *v = p;
-        while (p < end && ((*p >= 0x20 && *p < 0x7f) || *p == '\t'))
+        while (p < end && (cls[*p] & VALUE))
             p++;
         if (end - p < 2 || p[0] != '\r' || p[1] != '\n' || p == v ||
             p[-1] == ' ' || p[-1] == '\t')
@@ -181,7 +179,7 @@ bool gw_head_scan_request(const char *buf, size_t len, size_t max_head,
     if (!ml || s[ml] != '/')
         return false;
     const unsigned char *p = s + ml, *u = p;
-    while (p < end && is_vis(*p))
+    while (p < end && (cls[*p] & VIS))
         p++;
     if (end - p < 11 || memcmp(p, " HTTP/1.", 8) ||
         (p[8] != '0' && p[8] != '1') || p[9] != '\r' || p[10] != '\n')
@@ -213,7 +211,7 @@ bool gw_head_scan_response(const char *buf, size_t len, size_t max_head,
                   (unsigned)(s[11] - '0');
     if (st == 204 || st == 304)
         return false; /* no body whatever the head says: http-parser's */
-    for (p = s + 13; p < end && ((*p >= 0x20 && *p < 0x7f) || *p == '\t');)
+    for (p = s + 13; p < end && (cls[*p] & VALUE);)
         p++;
     if (end - p < 2 || p[0] != '\r' || p[1] != '\n')
         return false;

@@ -101,7 +101,7 @@ uint32_t sy__ix_new_node(builder *b) {
     n->wild = WILD_NONE;
     n->term = n->multi = (list_ref){0, 0};
     b->up[b->node_count] = 0;
-    b->key[b->node_count] = (lkey){0, 0, 0, 0};
+    b->key[b->node_count] = (lkey){0, 0};
     return b->node_count++;
 }
 
@@ -187,7 +187,7 @@ static uint32_t literal_child(builder *b, uint32_t parent, sy_str seg) {
     e->len_tag = k.len_tag;
     b->edge_count++;
     b->up[child] = parent << 1 | 1u;
-    b->key[child] = (lkey){k.w0, k.w1, off, (uint32_t)seg.len};
+    b->key[child] = (lkey){off, (uint32_t)seg.len};
     b->nodes[parent].wild |= LIT_KIDS;
     return child;
 }

@@ -115,8 +115,8 @@ typedef struct list_ref {
  * (what a hit is checked against); len_tag as seg_key's. A probe reads
  * one line where a 32-byte edge with the segment's words read two, and
  * the table is half the size (at 100,000 routes 8 MiB probed at random,
- * not 16). The node's own key (the words the layout needs) is noted in
- * the builder's key[] when the node is made, in order. */
+ * not 16). The node's own key (where its text is) is noted in the
+ * builder's key[] when the node is made, in order. */
 typedef struct edge {
     uint32_t parent;
     uint32_t child; /* NONE: empty */
@@ -245,10 +245,10 @@ typedef struct rinfo {
 } rinfo;
 
 /* The literal segment into a node (zero for roots and wildcard
- * children): segment_key's words, its text in the builder's strings,
- * its length. */
+ * children): its text in the builder's strings and its length (the
+ * layout reads its words from there: 8 bytes a node here, not 24 with
+ * them, ~3 MB fewer fresh pages at 100,000 routes). */
 typedef struct lkey {
-    uint64_t w0, w1;
     uint32_t str_off, len;
 } lkey;
 

@@ -168,9 +168,15 @@ void sy__ix_layout_node(const builder *b, layout *L, uint32_t j) {
     size_t len = edge_len(b, L, o);
     if (len) {
         const lkey *e = &L->key[o];
+        const char *seg = b->strings.ptr + e->str_off;
         x.len = (uint16_t)len;
-        x.w0 = e->w0;
-        x.w1 = e->w1;
+        if (len <= KEY_BYTES) { /* its words (the hash, unused, dropped) */
+            seg_key k = segment_key(seg, len);
+            x.w0 = k.w0;
+            x.w1 = k.w1;
+        } else { /* its first 8 bytes, the rest in strings */
+            x.w0 = sy__load_u64(seg);
+        }
         if (len > KEY_BYTES) {
             memcpy(L->strings + L->long_used, b->strings.ptr + e->str_off + 8,
                    len - 8);

@@ -46,7 +46,9 @@
 # both proxies (taskset); PIN=0, a single CPU, fewer CPUs than WORKERS + 1
 # or no taskset: no pinning, and the conditions line says so. Unpinned, the
 # scheduler placed each new proxy process beside wrk or the backend or not,
-# and the CPU a request cost moved with where it landed.
+# and the CPU a request cost moved with where it landed. PIN=shared puts
+# everything on one CPU (the proxy then shares it with the load: read its
+# CPU per request, not its requests/s).
 # The proxy's CPU time is its scheduler run time (/proc/PID/task/*/schedstat,
 # ns, all threads of it and its children; where schedstat is missing,
 # utime + stime, which the kernel scales to the same run time but reports
@@ -95,6 +97,12 @@ read -r -a cpu_list <<< "$cpus"
 proxy_cpus="" load_cpus="" pin_note=""
 if [ "$PIN" = 0 ]; then
   pin_note="not pinned (PIN=0)"
+elif [ "$PIN" = shared ] && command -v taskset >/dev/null; then
+  # everything on one CPU: each loopback send wakes its peer on the same
+  # CPU (the cheapest placement, which unpinned runs get at random)
+  proxy_cpus=${cpu_list[-1]} load_cpus=${cpu_list[-1]}
+  taskset -pc "$load_cpus" $$ >/dev/null
+  pin_note="pinned: proxy, wrk, backend and redis all on CPU $proxy_cpus (PIN=shared)"
 elif ! command -v taskset >/dev/null; then
   pin_note="not pinned (no taskset: util-linux)"
 elif [ "${#cpu_list[@]}" -lt $((WORKERS + 1)) ]; then

@@ -986,6 +986,50 @@ START_TEST(the_child_table_spreads_one_segment_under_many_parents) {
 }
 END_TEST
 
+/* A candidate holds the predicate its walk proves in 5 bits and its
+ * walk's vars in 8 (16-byte candidates): a route whose Path is a later
+ * predicate (here the 36th, behind a Header the request lacks at index
+ * 3), or whose pattern has more vars, is tested in full, never with
+ * another predicate taken as proven. */
+START_TEST(a_late_path_or_many_vars_is_not_walk_proven) {
+    size_t cap = 16384, o = 0;
+    char *doc = malloc(cap);
+    o += (size_t)snprintf(doc + o, cap - o,
+                          "[{\"id\":\"late\",\"uri\":\"http://b\","
+                          "\"predicates\":[");
+    for (int i = 0; i < 35; i++)
+        o += (size_t)snprintf(doc + o, cap - o, "%s\"%s\"", i ? "," : "",
+                              i == 3 ? "Header=X-Need" : "Method=GET");
+    o += (size_t)snprintf(doc + o, cap - o,
+                          ",\"Path=/late/{name}\"]},"
+                          "{\"id\":\"many\",\"uri\":\"http://b\","
+                          "\"predicates\":[\"Path=/many");
+    for (int i = 0; i < 257; i++)
+        o += (size_t)snprintf(doc + o, cap - o, "/{v%d}", i);
+    o += (size_t)snprintf(doc + o, cap - o, "\",\"Header=X-Need\"]}]");
+    ck_assert_uint_lt(o, cap);
+    sy_router *r = sy_test_router(doc, o);
+    free(doc);
+    sy_snapshot *h = sy_router_acquire(r);
+    const sy__index *ix = sy__snapshot_from_handle(h)->base;
+    for (uint32_t n = 0; n < ix->node_count; n++) /* no walk proof left */
+        for (uint32_t j = 0; j < ix->nodes[n].tlen; j++)
+            ck_assert(!(ix->cands[ix->nodes[n].off + j].flags & SY_CAND_WALK));
+    sy_match_ctx *ctx;
+    ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
+    ck_assert_ptr_null(match_both(h, ctx, "/late/x"));
+    char p[1024];
+    size_t po = 0;
+    po += (size_t)snprintf(p + po, sizeof p - po, "/many");
+    for (int i = 0; i < 257; i++)
+        po += (size_t)snprintf(p + po, sizeof p - po, "/x");
+    ck_assert_ptr_null(match_both(h, ctx, p));
+    sy_match_ctx_free(ctx);
+    sy_snapshot_release(h);
+    sy_router_free(r);
+}
+END_TEST
+
 /* A key's candidate whose route has, besides its Host, Methods and one
  * literal Path is flagged SY_CAND_LIT with that Path's index (kind 0:
  * Host, then Path: 1), and without a {var} carries that Path's text
@@ -1216,6 +1260,7 @@ int main(void) {
     tcase_add_test(tl,
                    segments_of_each_length_are_keyed_as_the_scan_reads_them);
     tcase_add_test(tl, the_child_table_spreads_one_segment_under_many_parents);
+    tcase_add_test(tl, a_late_path_or_many_vars_is_not_walk_proven);
     tcase_add_test(tl, a_keys_literal_path_is_in_its_candidate);
     suite_add_tcase(s, tl);
     return sy_test_run(s);

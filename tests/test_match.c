@@ -1508,6 +1508,50 @@ START_TEST(snapshot_held_across_apply_keeps_matching_old_routes) {
 }
 END_TEST
 
+/* A 405's Allow names the routes that failed only on their Method,
+ * whose slots a candidate no longer carries (the index's slot array, an
+ * overlay group's after its keys): from the base index, from routes
+ * upserted since (an overlay), both in one request's lists, and with a
+ * removed route's dead entry in the base (the route read from the
+ * slot). */
+static void assert_allow(sy_router *r, const char *path, const char *a,
+                         const char *b) {
+    rq q = request("GET", "h", path);
+    sy_snapshot *s = sy_router_acquire(r);
+    ck_assert_ptr_null(match_on(s, &q));
+    sy_str allow;
+    ck_assert_int_eq(sy_match_ctx_nomatch(ctx_ix, &allow), SY_NOMATCH_METHOD);
+    char got[64];
+    snprintf(got, sizeof got, "%.*s", (int)allow.len, allow.ptr);
+    ck_assert_msg(strstr(got, a) && (!b || strstr(got, b)) &&
+                      !strstr(got, "GET"),
+                  "%s: Allow %s", path, got);
+    sy_snapshot_release(s);
+}
+
+START_TEST(allow_names_base_and_overlay_routes) {
+    sy_router *r = router_with(
+        "[{\"id\":\"a\",\"uri\":\"http://a\",\"predicates\":[\"Path=/a\"]},"
+        " {\"id\":\"d\",\"uri\":\"http://d\","
+        "\"predicates\":[\"Method=DELETE\",\"Path=/m\"]},"
+        " {\"id\":\"x\",\"uri\":\"http://x\","
+        "\"predicates\":[\"Method=PATCH\",\"Path=/x\"]}]");
+    assert_allow(r, "/m", "DELETE", NULL);
+    const char *o = "{\"id\":\"o\",\"uri\":\"http://o\","
+                    "\"predicates\":[\"Method=POST\",\"Path=/o\"]}";
+    ck_assert_int_eq(sy_router_upsert_route(r, "main", o, strlen(o), NULL), 0);
+    const char *m = "{\"id\":\"m\",\"uri\":\"http://m\","
+                    "\"predicates\":[\"Method=PUT\",\"Path=/m\"]}";
+    ck_assert_int_eq(sy_router_upsert_route(r, "main", m, strlen(m), NULL), 0);
+    assert_allow(r, "/o", "POST", NULL);
+    assert_allow(r, "/m", "DELETE", "PUT");
+    ck_assert_int_eq(sy_router_remove_route(r, "a", NULL), 0);
+    assert_allow(r, "/x", "PATCH", NULL);
+    assert_allow(r, "/m", "DELETE", "PUT");
+    sy_router_free(r);
+}
+END_TEST
+
 START_TEST(upsert_is_visible_at_the_next_acquire) {
     sy_router *r = router_with(
         "[{\"id\":\"a\",\"uri\":\"http://a\",\"predicates\":[\"Path=/a\"]}]");
@@ -1987,6 +2031,7 @@ int main(void) {
     tcase_add_test(tc, explain_stops_when_the_callback_says_so);
     tcase_add_test(tc, snapshot_held_across_apply_keeps_matching_old_routes);
     tcase_add_test(tc, upsert_is_visible_at_the_next_acquire);
+    tcase_add_test(tc, allow_names_base_and_overlay_routes);
     tcase_add_test(tc, upsert_replaces_a_route_and_keeps_its_rank_position);
     tcase_add_test(tc, remove_is_visible_at_the_next_acquire);
     tcase_add_test(tc, set_route_enabled_toggles_matching);

@@ -226,16 +226,28 @@ static inline bool pred_holds(sy_match_ctx *c, const sy__pred *p) {
     return sy__pred_test(p, &c->ev);
 }
 
-/* The route of candidate `cd`: its own (sy__cand.route) when every
- * candidate names a live slot or the dead filter says its slot lives,
- * else its slot's (NULL: removed), a line of the slot chunks a cold
- * lookup then reads for it alone. */
+/* The slot of list l's candidate cd (off the hot path): the base
+ * index's slot array holds it, or the overlay group's. */
+static uint32_t cand_slot(const sy_snapshot *s, const sy__cand_list *l,
+                          const sy__cand *cd) {
+    uint32_t slot;
+    if (s->base && sy__index_cand_slot(s->base, cd, &slot))
+        return slot;
+    return sy__overlay_cand_slot(l, cd);
+}
+
+/* The route of list l's candidate `cd`: its own (sy__cand.route) when
+ * every candidate names a live slot or the dead filter says its slot
+ * lives, else its slot's (NULL: removed), a line of the slot chunks a
+ * cold lookup then reads for it alone (and one of the list's slots). */
 static inline __attribute__((always_inline)) const struct sy_route *
-cand_route(const sy_snapshot *s, const sy__cand *cd) {
-    return __builtin_expect(s->prep.cands_live, 1) ||
-                   !sy__snapshot_maybe_dead(s, cd->slot)
+cand_route(const sy_snapshot *s, const sy__cand_list *l, const sy__cand *cd) {
+    if (__builtin_expect(s->prep.cands_live, 1))
+        return cd->route;
+    uint32_t slot = cand_slot(s, l, cd);
+    return !sy__snapshot_maybe_dead(s, slot)
                ? cd->route
-               : sy__snapshot_slot(s, cd->slot)->route;
+               : sy__snapshot_slot(s, slot)->route;
 }
 
 /* Index of the first predicate that fails, or -1 when all hold. `proven`
@@ -370,7 +382,7 @@ static __attribute__((noinline)) bool
 cand_holds_rest(sy_match_ctx *c, const sy_snapshot *s, const sy__cand_list *l,
                 const sy__cand *cd, int mbit, bool walk, int32_t proven,
                 size_t from) {
-    const struct sy_route *r = cand_route(s, cd);
+    const struct sy_route *r = cand_route(s, l, cd);
     sy__eval *ev = &c->ev;
     sy__budget *saved = NULL;
     bool entered = false, ok = true;
@@ -381,7 +393,7 @@ cand_holds_rest(sy_match_ctx *c, const sy_snapshot *s, const sy__cand_list *l,
         path_segs(c);
     if (walk && (size_t)proven < from && !later && !walk_caps(ev, l, cd)) {
         sy__budget_enter(&c->budget, &saved);
-        ok = candidate_fails(c, s, cd->slot, SY_PROOF_NONE) < 0;
+        ok = candidate_fails(c, s, cand_slot(s, l, cd), SY_PROOF_NONE) < 0;
         sy__budget_leave(saved);
         return ok;
     }
@@ -390,7 +402,8 @@ cand_holds_rest(sy_match_ctx *c, const sy_snapshot *s, const sy__cand_list *l,
             if (walk && !walk_caps(ev, l, cd)) {
                 if (!entered)
                     sy__budget_enter(&c->budget, &saved), entered = true;
-                ok = candidate_fails(c, s, cd->slot, SY_PROOF_NONE) < 0;
+                ok = candidate_fails(c, s, cand_slot(s, l, cd), SY_PROOF_NONE) <
+                     0;
                 break;
             }
             continue;
@@ -399,7 +412,7 @@ cand_holds_rest(sy_match_ctx *c, const sy_snapshot *s, const sy__cand_list *l,
         int q = i == from ? -1 : sy__pred_test_quick(p, ev, mbit);
         if (q < 0) {
             if (!entered) { /* the weight: for a Weight predicate only */
-                const sy__slot *sl = sy__snapshot_slot(s, cd->slot);
+                const sy__slot *sl = sy__snapshot_slot(s, cand_slot(s, l, cd));
                 ev->weight =
                     sl->weight != NONE ? &s->weights[sl->weight] : NULL;
                 sy__budget_enter(&c->budget, &saved), entered = true;
@@ -407,7 +420,7 @@ cand_holds_rest(sy_match_ctx *c, const sy_snapshot *s, const sy__cand_list *l,
             q = pred_holds(c, p);
         }
         if (!q) {
-            note_failure(c, s, cd->slot, (int)i);
+            note_failure(c, s, cand_slot(s, l, cd), (int)i);
             ok = false;
             break;
         }
@@ -437,9 +450,10 @@ void sy__match_caps_take(sy_match_ctx *c) {
 static __attribute__((noinline)) bool
 cand_holds_quick(sy_match_ctx *c, const sy_snapshot *s, const sy__cand_list *l,
                  const sy__cand *cd, int mbit, bool odd_host) {
-    const struct sy_route *r = cand_route(s, cd);
+    const struct sy_route *r = cand_route(s, l, cd);
     bool walk = (cd->flags & SY_CAND_WALK) && l->exact && !odd_host;
-    int32_t proven = walk ? cd->pred : proof_skip(r, l->proof);
+    int32_t proven =
+        walk ? (int32_t)sy__cand_pred(cd) : proof_skip(r, l->proof);
     /* a route of no predicates has no cpred (not even an offset of 0 from
      * NULL may be taken) */
     const sy__pred *p0 = r->predicate_count ? sy__route_cpred(r, 0) : NULL;
@@ -455,7 +469,7 @@ cand_holds_quick(sy_match_ctx *c, const sy_snapshot *s, const sy__cand_list *l,
         f = -2 - (int)r->predicate_count; /* walk_caps decides */
     }
     if (f >= 0) {
-        note_failure(c, s, cd->slot, f);
+        note_failure(c, s, cand_slot(s, l, cd), f);
         return false;
     }
     return cand_holds_rest(c, s, l, cd, mbit, walk, proven, (size_t)(-2 - f));
@@ -472,17 +486,17 @@ cand_holds_quick(sy_match_ctx *c, const sy_snapshot *s, const sy__cand_list *l,
 static inline bool cand_holds(sy_match_ctx *c, const sy_snapshot *s,
                               const sy__cand_list *l, const sy__cand *cd,
                               const struct sy_route *r, int mbit) {
-    if (!((cd->methods >> mbit) & 1u)) {
+    if (!(cd->mbits & 1u << sy__cand_mbit(mbit))) {
         /* for a 405: method_reason() checks its other predicates */
         if (c->method_miss_count < MAX_METHOD_MISSES)
-            c->method_misses[c->method_miss_count++] = cd->slot;
+            c->method_misses[c->method_miss_count++] = cand_slot(s, l, cd);
         return false;
     }
     /* a host with a leading or trailing '.' has Ant's empty end labels,
      * which the walk does not model: decide those by the pattern */
     bool odd_host = l->host && (c->host.lead || c->host.trail);
     if ((cd->flags & SY_CAND_WHOLE) && l->exact && !odd_host &&
-        (mbit != 31 || cd->methods == UINT32_MAX)) {
+        (mbit != 31 || sy__cand_any_method(cd))) {
         if (!cd->nvars) {
             c->ev.ncaps = 0;
             return true;
@@ -490,7 +504,7 @@ static inline bool cand_holds(sy_match_ctx *c, const sy_snapshot *s,
         if (caps_later(c, l, cd)) /* sy__match_caps sets ncaps */
             return true;
     } else if ((cd->flags & SY_CAND_LIT) && l->exact && !odd_host &&
-               (mbit != 31 || cd->methods == UINT32_MAX) && c->path.flat.ptr) {
+               (mbit != 31 || sy__cand_any_method(cd)) && c->path.flat.ptr) {
         /* the methods hold (the mask), the Host is proven: the Path is
          * the first that could fail, and no Method failure is noted */
         if (sy__cand_lit_here(cd)) { /* the route's lines not read */
@@ -517,13 +531,11 @@ static inline bool cand_holds(sy_match_ctx *c, const sy_snapshot *s,
 }
 
 static sy_match *found_route(sy_match_ctx *c, const sy_snapshot *s,
-                             const sy_request *req, uint32_t slot,
-                             const struct sy_route *r) {
+                             const sy_request *req, const struct sy_route *r) {
     sy_match *m = &c->m; /* m->ctx is c (sy_match_ctx_new); plan_rc is
                           * set with the plan */
     m->snap = s;
     m->req = req;
-    m->slot = slot;
     m->route = r;
     m->plan_done = false;
     return m;
@@ -531,7 +543,7 @@ static sy_match *found_route(sy_match_ctx *c, const sy_snapshot *s,
 
 static sy_match *found(sy_match_ctx *c, const sy_snapshot *s,
                        const sy_request *req, uint32_t slot) {
-    return found_route(c, s, req, slot, sy__snapshot_slot(s, slot)->route);
+    return found_route(c, s, req, sy__snapshot_slot(s, slot)->route);
 }
 
 static int match_linear_now(sy_match_ctx *c, const sy_snapshot *s,
@@ -806,19 +818,20 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
     if (n == 1) { /* the common case: one list, already in rank order */
         const sy__cand_list *l = &c->lists[0];
         /* the bounds in locals: the stores below could alias the list */
-        const uint32_t bit = 1u << mbit;
+        const uint32_t bit = 1u << sy__cand_mbit(mbit);
         for (const sy__cand *cd = l->c, *end = cd + l->len; cd < end; cd++) {
             /* the method bit first, inline; a refused candidate's slot
              * is read only when a 405 could still be recorded */
-            if (!(cd->methods & bit)) {
+            if (!(cd->mbits & bit)) {
                 if (c->method_miss_count < MAX_METHOD_MISSES &&
-                    cand_route(s, cd))
-                    c->method_misses[c->method_miss_count++] = cd->slot;
+                    cand_route(s, l, cd))
+                    c->method_misses[c->method_miss_count++] =
+                        cand_slot(s, l, cd);
                 continue;
             }
-            const struct sy_route *r = cand_route(s, cd);
+            const struct sy_route *r = cand_route(s, l, cd);
             if (r && cand_holds(c, s, l, cd, r, mbit)) {
-                *out = found_route(c, s, req, cd->slot, r);
+                *out = found_route(c, s, req, r);
                 return SY_OK;
             }
             if (c->budget.exhausted)
@@ -843,18 +856,15 @@ match_merge(sy_match_ctx *c, const sy_snapshot *s, const sy_request *req,
         uint64_t best_key = UINT64_MAX;
         for (size_t i = 0; i < n; i++) {
             const sy__cand_list *l = &c->lists[i];
-            while (c->heads[i] < l->len) {
+            for (; c->heads[i] < l->len; c->heads[i]++) {
                 const sy__slot *sl =
-                    sy__snapshot_slot(s, l->c[c->heads[i]].slot);
-                if (sl->route && sl->key != last)
+                    sy__snapshot_slot(s, cand_slot(s, l, &l->c[c->heads[i]]));
+                if (sl->route && sl->key != last) {
+                    if (sl->key < best_key) {
+                        best_key = sl->key;
+                        best = i;
+                    }
                     break;
-                c->heads[i]++;
-            }
-            if (c->heads[i] < l->len) {
-                uint64_t k = sy__snapshot_slot(s, l->c[c->heads[i]].slot)->key;
-                if (k < best_key) {
-                    best_key = k;
-                    best = i;
                 }
             }
         }
@@ -863,8 +873,8 @@ match_merge(sy_match_ctx *c, const sy_snapshot *s, const sy_request *req,
         const sy__cand_list *l = &c->lists[best];
         const sy__cand *cd = &l->c[c->heads[best]++];
         last = best_key;
-        if (cand_holds(c, s, l, cd, cand_route(s, cd), mbit)) {
-            *out = found(c, s, req, cd->slot);
+        if (cand_holds(c, s, l, cd, cand_route(s, l, cd), mbit)) {
+            *out = found(c, s, req, cand_slot(s, l, cd));
             return SY_OK;
         }
         if (c->budget.exhausted)

@@ -27,7 +27,6 @@ struct sy_match {
     const sy_snapshot *snap;
     const sy_request *req;
     const struct sy_route *route;
-    uint32_t slot;
     bool plan_done;
     int plan_rc;
     sy__plan plan;

@@ -36,12 +36,14 @@
  *          probes it with the unsplit host and splits the labels and
  *          walks only on a miss (sy__index_host_exact)
  *   lists: candidates sorted by rank key, flattened into one pool:
- *          [ slot | methods | vars | nvars | flags | pred | route ]
- *          (24 bytes) so a candidate refused by its method, or proven
+ *          [ route | vars | methods, pred | flags | nvars ]
+ *          (16 bytes) so a candidate refused by its method, or proven
  *          whole by the walk (SY_CAND_WHOLE, captures from the var pool
  *          or, a lone {var}, the candidate), is decided without reading
- *          its route, and its route is known without reading its slot
- *          (docs/architecture.md has pictures)
+ *          its route, and its route is known without reading its slot;
+ *          the slots in an array of their own beside them (cslots),
+ *          read only off the hot path (docs/architecture.md has
+ *          pictures)
  *
  * A lookup walks both literal and wildcard edges with the request's
  * decoded segments and returns the lists it meets. A route sits in the
@@ -348,7 +350,7 @@ rinfo sy__ix_route_info(builder *b, const struct sy_route *r) {
         }
     }
     for (int d = 0; d < 2; d++) {
-        if (ndims[d] != 1 || at[d] >= UINT8_MAX)
+        if (ndims[d] != 1 || at[d] > SY_CAND_PRED_MAX)
             continue;
         const sy__pred *pred = sy__route_cpred(r, at[d]);
         if (sy__pred_pattern_count(pred) != 1)
@@ -376,7 +378,11 @@ rinfo sy__ix_route_info(builder *b, const struct sy_route *r) {
                 return ri;
             }
         }
-        ri.nvars[d] = (uint16_t)(b->var_count - ri.vars[d]);
+        if (b->var_count - ri.vars[d] > UINT8_MAX) {
+            b->var_count = ri.vars[d]; /* not walk-proven: tested */
+            continue;
+        }
+        ri.nvars[d] = (uint8_t)(b->var_count - ri.vars[d]);
         ri.pred[d] = (uint8_t)at[d];
         ri.flags[d] = SY_CAND_WALK;
         bool one = false;
@@ -423,6 +429,7 @@ void sy__index_unref(sy__index *ix) {
     sy__free(a, ix->side);
     sy__free(a, ix->strings);
     sy__free(a, ix->cands);
+    sy__free(a, ix->cslots);
     sy__free(a, ix->vars);
     sy__free(a, ix->hosts_mem);
     sy__free(a, ix->hkeys);

@@ -25,38 +25,67 @@ typedef struct sy__index_route {
 /*
  * One candidate of a list, with what the matcher needs to decide it
  * without touching the route when the walk already proved it, and the
- * route itself (24 bytes):
+ * route itself (16 bytes, four to a line: no candidate straddles two):
  *
- *   slot  | methods             | vars             | nvars | flags | pred |
- * route u32   | u32: bit b = method | u32: offset in   | u16   | u8    | u8   |
- * the | bit b passes (all   | the index's var  |       |       |      | slot's
- *         | ones: no Method)    | pool, or the one |       |       |      |
- * route |                     | var (VAR1)       |       |       |      |
+ *   route             | vars              | mbits             | flags | nvars |
+ *   the slot's route  | u32: offset in    | u16: the methods  | u8    | u8    |
+ *   (below)           | the index's var   | and the pred      |       |       |
+ *                     | pool, or the one  | (sy__cand_mbits)  |       |       |
+ *                     | var (VAR1)        |                   |       |       |
  *
- * The route is the one the slot held when the candidate was made: while
- * the slot lives it holds that route (a slot's route never changes; a
- * removed route leaves its slot NULL, and a slot an index holds is not
- * reused until no index holds it), so a matcher that knows the slot
- * lives (no index entry of its snapshot is dead: sy__match_prep's
- * cands_live) takes the route from here and reads no slot chunk.
+ * The candidate's slot is not in it: an index's slots are an array
+ * parallel to its candidates (sy__index_cand_slot), an overlay group's
+ * after its keys (sy__overlay_cand_slot), read only where the route is
+ * not enough (a snapshot with dead entries, a 405's note, a weight, a
+ * merge of several lists). The route is the one the slot held when the
+ * candidate was made: while the slot lives it holds that route (a slot's
+ * route never changes; a removed route leaves its slot NULL, and a slot
+ * an index holds is not reused until no index holds it), so a matcher
+ * that knows the slot lives (no index entry of its snapshot is dead:
+ * sy__match_prep's cands_live) takes the route from here and reads no
+ * slot chunk.
  *
  * flags: SY_CAND_WALK, SY_CAND_WHOLE, SY_CAND_VAR1, SY_CAND_LIT and the
  * latter's predicate.
  */
 typedef struct sy__cand {
-    uint32_t slot;
-    /* AND of the route's Method predicate masks (sy__pred_method_mask), all
-     * ones without one: a clear bit is a sure failure; bit 31 (another
-     * method) only a "maybe" */
-    uint32_t methods;
+    const struct sy_route *route; /* the slot's, while the slot lives */
     /* the first of nvars entries of the index's var pool; SY_CAND_VAR1:
      * the one var, or with SY_CAND_LIT and no var the literal Path */
     uint32_t vars;
-    uint16_t nvars; /* SY_CAND_WALK: its var pool entries */
+    /* the AND of the route's Method predicate masks
+     * (sy__pred_method_mask) as sy__cand_mbits packs it, and
+     * SY_CAND_WALK's predicate, the one it proves (sy__cand_pred) */
+    uint16_t mbits;
     uint8_t flags;
-    uint8_t pred; /* SY_CAND_WALK: the route's predicate it proves */
-    const struct sy_route *route; /* the slot's, while the slot lives */
+    uint8_t nvars; /* SY_CAND_WALK: its var pool entries */
 } sy__cand;
+
+/* A method mask in a candidate's mbits: the standard methods' bits 0-8
+ * as they are, bit 31 (another method: only a "maybe") at bit 15, bit 14
+ * set when the mask is all ones (no Method predicate), the predicate in
+ * bits 9-13. A request's method bit b (sy__method_bit: 0-8 or 31) is
+ * then bit b & 15 (sy__cand_mbit): one AND. */
+#define SY_CAND_M_OTHER 15
+#define SY_CAND_M_NONE (1u << 14)
+#define SY_CAND_PRED_SHIFT 9
+#define SY_CAND_PRED_MAX 31 /* a walk proving a later predicate: none */
+static inline uint16_t sy__cand_mbits(uint32_t mask, uint32_t pred) {
+    return (uint16_t)((mask & 0x1ffu) | (mask >> 31) << SY_CAND_M_OTHER |
+                      (mask == UINT32_MAX ? SY_CAND_M_NONE : 0) |
+                      pred << SY_CAND_PRED_SHIFT);
+}
+static inline int sy__cand_mbit(int method_bit) {
+    return method_bit & 15;
+}
+/* Whether the candidate's route has no Method predicate. */
+static inline bool sy__cand_any_method(const struct sy__cand *cd) {
+    return cd->mbits & SY_CAND_M_NONE;
+}
+/* SY_CAND_WALK: the route's predicate the walk proves. */
+static inline uint32_t sy__cand_pred(const struct sy__cand *cd) {
+    return (uint32_t)cd->mbits >> SY_CAND_PRED_SHIFT & SY_CAND_PRED_MAX;
+}
 
 /* SY_CAND_WALK: the route has one Path (or Host, by the trie it sits in)
  * predicate, `pred`, of one pattern made of literal, "*" and plain {var}

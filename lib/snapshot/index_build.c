@@ -80,8 +80,9 @@ static bool flatten(oneshot *o) {
     for (size_t i = 0; i < nlists; i++)
         start[i + 1] += start[i];
     ix->cands = sy__malloc(b->a, (kept ? kept : 1) * sizeof *ix->cands);
+    ix->cslots = sy__malloc(b->a, (kept ? kept : 1) * sizeof *ix->cslots);
     uint32_t *fill = tmp_get(o, nlists * sizeof *fill, false);
-    if (!ix->cands || !fill) {
+    if (!ix->cands || !ix->cslots || !fill) {
         tmp_put(o, fill);
         tmp_put(o, start);
         return false;
@@ -93,8 +94,9 @@ static bool flatten(oneshot *o) {
             continue;
         uint32_t *pos = &fill[p->node];
         /* a route with several patterns landing on one list: keep one */
-        if (*pos > start[p->node] && ix->cands[*pos - 1].slot == p->slot)
+        if (*pos > start[p->node] && ix->cslots[*pos - 1] == p->slot)
             continue;
+        ix->cslots[*pos] = p->slot;
         ix->cands[(*pos)++] = cand_of(p, &info[slot_pos[i]]);
     }
     for (uint32_t n = 0; n < b->node_count; n++) {
@@ -108,7 +110,8 @@ static bool flatten(oneshot *o) {
         if (ix->generic[g].len)
             ix->generic_some |= 1u << g;
     }
-    ix->bytes += kept * sizeof *ix->cands;
+    ix->ncands = (uint32_t)kept;
+    ix->bytes += kept * (sizeof *ix->cands + sizeof *ix->cslots);
     tmp_put(o, fill);
     tmp_put(o, start);
     return true;
@@ -373,6 +376,7 @@ int sy__index_build(const sy__alloc *a, const sy__index_route *routes_in,
         *out = ix;
     } else if (ix) {
         sy__free(a, ix->cands);
+        sy__free(a, ix->cslots);
         sy__free(a, ix->hosts_mem);
         sy__free(a, ix->hkeys);
         sy__free(a, ix);

@@ -210,7 +210,9 @@ struct sy__index {
     char *strings;      /* segments longer than KEY_BYTES, from byte 9 */
     xside *side;        /* nside */
     uint32_t nside;
-    sy__cand *cands; /* every list, flattened */
+    sy__cand *cands;  /* every list, flattened */
+    uint32_t *cslots; /* cands[i]'s slot, cslots[i] */
+    uint32_t ncands;
     sy__cand_var *vars;
     list_ref generic[GENERIC_LISTS];
     uint32_t generic_some; /* bit g: generic[g] is not empty */
@@ -238,7 +240,7 @@ typedef struct pending {
 typedef struct rinfo {
     uint32_t methods;
     uint32_t vars[2]; /* per trie: offset in the var pool (VAR1: the var) */
-    uint16_t nvars[2];
+    uint8_t nvars[2];
     uint8_t pred[2];  /* the predicate the walk proves */
     uint8_t flags[2]; /* SY_CAND_WALK, WHOLE, VAR1, LIT (and its pred) */
     const struct sy_route *route;
@@ -743,6 +745,17 @@ static inline bool index_path_none(const sy__index *ix) {
  * a host without an empty label (no leading, trailing or doubled '.':
  * the walk drops those labels, the probes do not) that both probes
  * missed meets no list in a walk either, and the matcher skips it. */
+/* Whether cd is one of ix's candidates, with its slot in *slot. */
+static inline bool sy__index_cand_slot(const sy__index *ix, const sy__cand *cd,
+                                       uint32_t *slot) {
+    uintptr_t at = (uintptr_t)(const void *)cd,
+              lo = (uintptr_t)(const void *)ix->cands;
+    if (at < lo || at - lo >= (uintptr_t)ix->ncands * sizeof *cd)
+        return false;
+    *slot = ix->cslots[(at - lo) / sizeof *cd];
+    return true;
+}
+
 static inline bool index_host_keyed(const sy__index *ix) {
     return ix->hosts && !ix->hfilt.loose;
 }
@@ -753,13 +766,9 @@ static inline bool index_host_keyed(const sy__index *ix) {
 static inline sy__cand cand_of(const pending *p, const rinfo *ri) {
     int d = p->dim < 2 ? (int)p->dim : 0;
     bool walk = p->dim < 2 && ri->flags[d];
-    return (sy__cand){p->slot,
-                      ri->methods,
-                      walk ? ri->vars[d] : 0,
-                      walk ? ri->nvars[d] : 0,
-                      walk ? ri->flags[d] : 0,
-                      walk ? ri->pred[d] : 0,
-                      ri->route};
+    return (sy__cand){ri->route, walk ? ri->vars[d] : 0,
+                      sy__cand_mbits(ri->methods, walk ? ri->pred[d] : 0),
+                      walk ? ri->flags[d] : 0, walk ? ri->nvars[d] : 0};
 }
 
 /* ---- hashing segments and edges (index.c builds, lookups and

@@ -66,6 +66,7 @@ struct sy__index_step {
     list_ref generic[GENERIC_LISTS]; /* kept for finish: start and fill go
                                         before it */
     sy__cand *cands;
+    uint32_t *cslots;
     size_t drop_len; /* the array drop_one is shrinking: its size now */
     edge *big;       /* a reserved edge table being emptied (prepare) */
     uint32_t big_mask;
@@ -108,6 +109,7 @@ void sy__index_step_free(sy__index_step *st) {
     sy__free(a, st->start);
     sy__free(a, st->fill);
     sy__free(a, st->cands);
+    sy__free(a, st->cslots);
     sy__free(a, st->big);
     sy__ix_layout_done(a, &st->L);
     sy__free(a, st->hosts_mem);
@@ -254,7 +256,10 @@ static int finish(sy__index_step *st, sy__index **out) {
             ix->generic_some |= 1u << g;
     }
     ix->cands = st->cands;
+    ix->cslots = st->cslots;
+    ix->ncands = (uint32_t)st->kept;
     st->cands = NULL;
+    st->cslots = NULL;
     ix->host_routes = st->host_routes;
     ix->built_nodes = b->node_count;
     ix->vars = b->vars;
@@ -266,8 +271,8 @@ static int finish(sy__index_step *st, sy__index **out) {
     st->hosts = NULL;
     st->hosts_mem = NULL;
     st->hkeys = NULL;
-    ix->bytes = st->kept * sizeof *ix->cands + sizeof *ix +
-                (size_t)b->var_cap * sizeof *b->vars;
+    ix->bytes = st->kept * (sizeof *ix->cands + sizeof *ix->cslots) +
+                sizeof *ix + (size_t)b->var_cap * sizeof *b->vars;
     if (ix->hosts)
         ix->bytes += host_table_bytes(ix->host_gmask) + st->hused;
     sy__ix_layout_give(&st->L, ix);
@@ -451,8 +456,9 @@ static int ph_sum(sy__index_step *st, size_t *left) {
 static int ph_cands(sy__index_step *st) {
     const sy__alloc *a = st->b.a;
     st->cands = sy__malloc(a, (st->kept ? st->kept : 1) * sizeof *st->cands);
+    st->cslots = sy__malloc(a, (st->kept ? st->kept : 1) * sizeof *st->cslots);
     st->fill = sy__malloc(a, st->nlists * sizeof *st->fill);
-    return st->cands && st->fill ? 1 : SY_ENOMEM;
+    return st->cands && st->cslots && st->fill ? 1 : SY_ENOMEM;
 }
 
 /* Lists: fill cursors = starts. */
@@ -469,8 +475,10 @@ static int ph_fill(sy__index_step *st, size_t *left) {
         uint32_t *pos = p->kind != NONE ? &st->fill[p->node] : NULL;
         /* a route with several patterns landing on one list: one */
         if (pos &&
-            !(*pos > st->start[p->node] && st->cands[*pos - 1].slot == p->slot))
+            !(*pos > st->start[p->node] && st->cslots[*pos - 1] == p->slot)) {
+            st->cslots[*pos] = p->slot;
             st->cands[(*pos)++] = cand_of(p, &st->info[st->slot_pos[i]]);
+        }
     });
     return 1;
 }
@@ -650,10 +658,10 @@ int sy__index_step_run(sy__index_step *st, size_t budget, sy__index **out) {
 bool sy__index_free_step(sy__index *ix) {
     if (atomic_load_explicit(&ix->refs, memory_order_acquire) != 1)
         return false; /* another holder would free it all at once */
-    void **parts[] = {(void **)&ix->hosts_mem, (void **)&ix->hkeys,
-                      (void **)&ix->cands,     (void **)&ix->vars,
-                      (void **)&ix->strings,   (void **)&ix->slots,
-                      (void **)&ix->side,      (void **)&ix->nodes_mem};
+    void **parts[] = {
+        (void **)&ix->hosts_mem, (void **)&ix->hkeys, (void **)&ix->cands,
+        (void **)&ix->cslots,    (void **)&ix->vars,  (void **)&ix->strings,
+        (void **)&ix->slots,     (void **)&ix->side,  (void **)&ix->nodes_mem};
     /* a large mapped part shrinks DROP_STEP a call, as drop_one does: a
      * 74 MB node array of a 1,000,000-route index unmapped at once is a
      * publish of several ms */

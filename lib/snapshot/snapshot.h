@@ -98,5 +98,7 @@ size_t sy__overlay_lookup(const sy__overlay *const *ov, size_t nov,
                           const sy__segments *path, const sy__segments *host,
                           sy__cand_list *out, size_t cap);
 bool sy__overlay_hosts(const sy__overlay *const *ov, size_t nov);
+/* The slot of candidate cd of a list sy__overlay_lookup gave. */
+uint32_t sy__overlay_cand_slot(const sy__cand_list *l, const sy__cand *cd);
 
 #endif

@@ -17,6 +17,7 @@
  *   table chunks:  [c0][c1]...         chunk: group * x 256
  *   chunk ids:     [i0][i1]...         refs[i] in the overlay's sy__crefs
  *   group:  refs | len | hash | sy__cand c[len] | uint64_t key[len]
+ *           | uint32_t slot[len]
  *
  * Groups and chunks are immutable once shared and refcounted, so deriving
  * copies the chunk vector and a change copies one chunk and one group:
@@ -60,7 +61,7 @@ typedef struct ov_group {
     _Atomic uint32_t refs;
     uint32_t len;
     uint64_t hash;
-    sy__cand c[]; /* then uint64_t key[len] */
+    sy__cand c[]; /* then uint64_t key[len], uint32_t slot[len] */
 } ov_group;
 
 /* 2 KiB, exactly a size class of the allocator: its count is in the
@@ -121,6 +122,10 @@ static uint64_t *group_keys(ov_group *g) {
     return (uint64_t *)(void *)(g->c + g->len);
 }
 
+static uint32_t *group_slots(ov_group *g) {
+    return (uint32_t *)(void *)(group_keys(g) + g->len);
+}
+
 static void group_unref(const sy__alloc *a, ov_group *g) {
     if (g && atomic_fetch_sub_explicit(&g->refs, 1, memory_order_acq_rel) == 1)
         sy__free(a, g);
@@ -140,7 +145,8 @@ static void chunk_unref(const sy__alloc *a, sy__crefs *cr, ov_chunk *c,
 
 static ov_group *group_new(sy__overlay *ov, uint32_t len, uint64_t hash) {
     size_t size =
-        sizeof(ov_group) + len * (sizeof(sy__cand) + sizeof(uint64_t));
+        sizeof(ov_group) +
+        len * (sizeof(sy__cand) + sizeof(uint64_t) + sizeof(uint32_t));
     ov_group *g = sy__malloc(ov->a, size);
     if (!g)
         return NULL;
@@ -638,12 +644,12 @@ static void route_keys_of(const struct sy_route *r, route_keys *k) {
     k->single[0] = 0;
 }
 
-static uint32_t methods_of(const struct sy_route *r) {
+static uint16_t methods_of(const struct sy_route *r) {
     uint32_t m = UINT32_MAX;
     for (size_t i = 0; i < r->predicate_count; i++)
         if (sy__pred_get_kind(sy__route_cpred(r, i)) == SY_PK_METHOD)
             m &= sy__pred_method_mask(sy__route_cpred(r, i));
-    return m;
+    return sy__cand_mbits(m, 0);
 }
 
 /* ---- changes ---- */
@@ -660,7 +666,7 @@ static int regroup(sy__overlay *ov, uint32_t i, uint64_t hash,
             at++;
     } else {
         for (uint32_t j = 0; j < len; j++)
-            if (g->c[j].slot == slot)
+            if (group_slots((ov_group *)g)[j] == slot)
                 at = j;
         if (at == len)
             return SY_OK; /* not here */
@@ -672,17 +678,23 @@ static int regroup(sy__overlay *ov, uint32_t i, uint64_t hash,
         return SY_ENOMEM;
     }
     uint64_t *ok = len ? group_keys((ov_group *)g) : NULL, *nk = group_keys(n);
-    if (at)
+    uint32_t *os = len ? group_slots((ov_group *)g) : NULL,
+             *ns = group_slots(n);
+    if (at) {
         memcpy(n->c, g->c, at * sizeof *n->c), memcpy(nk, ok, at * sizeof *nk);
+        memcpy(ns, os, at * sizeof *ns);
+    }
     uint32_t skip = cand ? 0 : 1, put = cand ? 1 : 0;
     if (cand) {
         n->c[at] = *cand;
         nk[at] = key;
+        ns[at] = slot;
     }
     if (len > at + skip) {
-        memcpy(n->c + at + put, g->c + at + skip,
-               (len - at - skip) * sizeof *n->c);
-        memcpy(nk + at + put, ok + at + skip, (len - at - skip) * sizeof *nk);
+        size_t rest = len - at - skip;
+        memcpy(n->c + at + put, g->c + at + skip, rest * sizeof *n->c);
+        memcpy(nk + at + put, ok + at + skip, rest * sizeof *nk);
+        memcpy(ns + at + put, os + at + skip, rest * sizeof *ns);
     }
     if (!*b)
         ov->groups++;
@@ -699,7 +711,7 @@ int sy__overlay_add(sy__overlay *ov, uint32_t slot, uint64_t key,
         return SY_ENOMEM;
     route_keys k;
     route_keys_of(r, &k);
-    sy__cand cand = {slot, methods_of(r), 0, 0, 0, 0, r};
+    sy__cand cand = {r, 0, methods_of(r), 0, 0};
     for (size_t j = 0; j < k.n; j++) {
         if ((ov->groups + 1) * 2 > ov->mask + 1 && !grow(ov))
             return SY_ENOMEM;
@@ -731,7 +743,7 @@ int sy__overlay_remove(sy__overlay *ov, uint32_t slot, const struct sy_route *r,
         const ov_group *g = group_of(ov, k.hash[j]);
         bool here = false;
         for (uint32_t e = 0; g && e < g->len; e++)
-            here |= g->c[e].slot == slot;
+            here |= group_slots((ov_group *)g)[e] == slot;
         if (!here)
             continue;
         int rc = regroup(ov, i, k.hash[j], NULL, 0, slot);
@@ -745,6 +757,12 @@ int sy__overlay_remove(sy__overlay *ov, uint32_t slot, const struct sy_route *r,
 }
 
 /* ---- lookup ---- */
+
+uint32_t sy__overlay_cand_slot(const sy__cand_list *l, const sy__cand *cd) {
+    /* the list is a whole group's: its slots after its keys */
+    const uint64_t *keys = (const uint64_t *)(const void *)(l->c + l->len);
+    return ((const uint32_t *)(const void *)(keys + l->len))[cd - l->c];
+}
 
 static bool collect(const sy__overlay *ov, uint64_t hash, sy__cand_list *out,
                     size_t *n, size_t cap) {

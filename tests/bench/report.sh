@@ -46,6 +46,13 @@ if [ -z "$from" ]; then
   if [ "${GATEWAY:-0}" = 1 ]; then
     echo "gateway bench ..." >&2
     bash examples/mini-gateway/bench/run.sh > "$OUT/gateway.txt" 2>&1 || true
+    # the CPU ratio moves with where the processes run (docs/performance.md,
+    # "Round 11 (session 40): the gateway bench made reproducible"): the pairs
+    # again in the two other placements, so every figure names its own
+    for pin in 0 shared; do
+      PIN=$pin CASES=pairs bash examples/mini-gateway/bench/run.sh \
+        > "$OUT/gateway-pin-$pin.txt" 2>&1 || true
+    done
     echo "gateway-date $(date -u +%Y-%m-%dT%H:%M:%SZ)" >> "$OUT/conditions.txt"
   fi
   if [ "${NGINX:-0}" = 1 ]; then
@@ -240,6 +247,12 @@ if os.path.exists(gw):
            or "/ no policy" in line or line.startswith("no policy /") \
            or line.startswith("alternating"):
             print("    " + line)
+    for pin in ("0", "shared"):
+        alt = os.path.join(out, "gateway-pin-%s.txt" % pin)
+        if os.path.exists(alt):
+            for line in open(alt).read().split("\n"):
+                if line.startswith("wrk ") or line.startswith("alternating"):
+                    print("    [PIN=%s] %s" % (pin, line))
     # the median table: case -> proxy CPU per request (us/req column)
     med = txt.split("median round", 1)[-1]
     cpu = {}

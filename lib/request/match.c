@@ -226,8 +226,7 @@ static inline bool pred_holds(sy_match_ctx *c, const sy__pred *p) {
     return sy__pred_test(p, &c->ev);
 }
 
-/* The slot of list l's candidate cd (off the hot path): the base
- * index's slot array holds it, or the overlay group's. */
+/* The slot of list l's candidate cd, off the hot path: index or overlay. */
 static uint32_t cand_slot(const sy_snapshot *s, const sy__cand_list *l,
                           const sy__cand *cd) {
     uint32_t slot;
@@ -411,10 +410,12 @@ cand_holds_rest(sy_match_ctx *c, const sy_snapshot *s, const sy__cand_list *l,
         const sy__pred *p = sy__route_cpred(r, i);
         int q = i == from ? -1 : sy__pred_test_quick(p, ev, mbit);
         if (q < 0) {
-            if (!entered) { /* the weight: for a Weight predicate only */
-                const sy__slot *sl = sy__snapshot_slot(s, cand_slot(s, l, cd));
+            if (!entered) { /* a Weight's: read only with weight routes */
+                const sy__slot *sl =
+                    s->prep.weights ? sy__snapshot_slot(s, cand_slot(s, l, cd))
+                                    : NULL;
                 ev->weight =
-                    sl->weight != NONE ? &s->weights[sl->weight] : NULL;
+                    sl && sl->weight != NONE ? &s->weights[sl->weight] : NULL;
                 sy__budget_enter(&c->budget, &saved), entered = true;
             }
             q = pred_holds(c, p);

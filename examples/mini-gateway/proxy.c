@@ -210,8 +210,9 @@ static void on_client_handle_closed(uv_handle_t *h) {
 }
 
 /* Request blocks of this worker thread kept for the next requests: a
- * block is ~3 KB (most of it the response's header offsets, which are
- * written before they are read), and a calloc per request cleared all of
+ * block is ~3.7 KB (most of it the response's header offsets and the
+ * upstream's host and instance, which are written before they are read),
+ * and a calloc per request cleared all of
  * it; its upstream head and response header buffers keep their memory
  * too (each is refilled from len 0), so a steady request allocates
  * nothing for them (nor for the gateway's own response headers, xhdrs and
@@ -229,6 +230,7 @@ static gw_request *request_get(void) {
     req_nfree--;
     gw_buf head = q->head, rh = q->rh, xh = q->xhdrs, pre = q->pre;
     memset(q, 0, GW_REQ_ZEROED);
+    q->host[0] = q->instance[0] = '\0';
     q->head = (gw_buf){head.p, 0, head.cap, false};
     q->rh = (gw_buf){rh.p, 0, rh.cap, false};
     q->xhdrs = (gw_buf){xh.p, 0, xh.cap, false};

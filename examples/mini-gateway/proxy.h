@@ -87,11 +87,9 @@ struct gw_request {
     const sy_route *hf_route;
     unsigned hf;
     /* the current attempt */
-    gw_buf head; /* upstream request head */
-    char host[256];
-    uint16_t port;
+    gw_buf head;   /* upstream request head */
+    uint16_t port; /* host and instance: at the end (not zeroed) */
     bool lb;
-    char instance[128];
     sy_target health; /* for sy_router_report_outcome (lb:// only) */
     char *tried[GW_MAX_TRIES];
     size_t ntried;
@@ -157,8 +155,12 @@ struct gw_request {
     bool rate_limited;              /* a rate limiter refused it (policy.c) */
     struct gw_cache_cap *cache_cap; /* the answer LocalResponseCache keeps */
     /* Not zeroed when a request starts (proxy.c reuses request blocks):
-     * an entry is written before it is read (r_field, r_value). */
+     * an entry is written before it is read (r_field, r_value); host and
+     * instance start "" (request_get) and are written whole, NUL-ended
+     * (gw_copy_str), before more of them is read. */
     size_t rname[GW_MAX_HEADERS], rval[GW_MAX_HEADERS];
+    char host[256];
+    char instance[128];
 };
 /* The part of a gw_request a new request starts zeroed. */
 #define GW_REQ_ZEROED offsetof(gw_request, rname)

@@ -106,6 +106,10 @@ static inline void gw_buf_adds(gw_buf *b, const char *s) {
     gw_buf_add(b, s, strlen(s));
 }
 void gw_buf_addu(gw_buf *b, uint64_t v); /* decimal, without printf */
+/* "HTTP/1.1 <status> <gw_status_text>\r\n" and "Content-Length: <v>\r\n",
+ * each in one append (a response head's, upstream.c) */
+void gw_buf_status_line(gw_buf *b, int status);
+void gw_buf_content_length(gw_buf *b, uint64_t v);
 /* v in decimal at dst (room for 20), not NUL-ended; its length. */
 size_t gw_u64_text(char *dst, uint64_t v);
 void gw_buf_printf(gw_buf *b, const char *fmt, ...)

@@ -937,19 +937,13 @@ static int r_headers_complete(http_parser *p) {
     gw_buf dropped = {0};
     gw_buf *out = c->closing ? &dropped : &c->out;
     size_t mark = out->len;
-    gw_buf_adds(out, "HTTP/1.1 ");
-    gw_buf_addu(out, (uint64_t)q->status);
-    gw_buf_add(out, " ", 1);
-    gw_buf_adds(out, gw_status_text(q->status));
-    gw_buf_add(out, "\r\n", 2);
+    gw_buf_status_line(out, q->status);
     hl_text(&l, out);
     hl_free(&l);
     if (direct)
         gw_buf_add(out, q->pre.p, q->pre.len);
     if (has_cl) {
-        gw_buf_adds(out, "Content-Length: ");
-        gw_buf_addu(out, p->content_length);
-        gw_buf_add(out, "\r\n", 2);
+        gw_buf_content_length(out, p->content_length);
     } else if (!q->resp_no_body) {
         if (c->p.http_major == 1 && c->p.http_minor >= 1) {
             q->resp_chunked = true;

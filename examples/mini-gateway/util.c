@@ -97,6 +97,36 @@ void gw_buf_addu(gw_buf *b, uint64_t v) {
     gw_buf_add(b, d, gw_u64_text(d, v));
 }
 
+void gw_buf_status_line(gw_buf *b, int status) {
+    const char *why = gw_status_text(status);
+    size_t wl = strlen(why);
+    char line[128];
+    if (status < 100 || status > 999 || wl > sizeof line - 15) {
+        gw_buf_adds(b, "HTTP/1.1 ");
+        gw_buf_addu(b, (uint64_t)status);
+        gw_buf_add(b, " ", 1);
+        gw_buf_add(b, why, wl);
+        gw_buf_add(b, "\r\n", 2);
+        return;
+    }
+    memcpy(line, "HTTP/1.1 ", 9);
+    line[9] = (char)('0' + status / 100);
+    line[10] = (char)('0' + status / 10 % 10);
+    line[11] = (char)('0' + status % 10);
+    line[12] = ' ';
+    memcpy(line + 13, why, wl);
+    memcpy(line + 13 + wl, "\r\n", 2);
+    gw_buf_add(b, line, 15 + wl);
+}
+
+void gw_buf_content_length(gw_buf *b, uint64_t v) {
+    char line[16 + 20 + 2];
+    memcpy(line, "Content-Length: ", 16);
+    size_t n = 16 + gw_u64_text(line + 16, v);
+    memcpy(line + n, "\r\n", 2);
+    gw_buf_add(b, line, n + 2);
+}
+
 void gw_copy_str(char *dst, size_t cap, const char *src) {
     size_t n = src ? strnlen(src, cap - 1) : 0;
     memcpy(dst, src ? src : "", n);

@@ -245,10 +245,12 @@ void gw_metrics_policy(gw_wmetrics *m, const char *route, int kind);
 void gw_metrics_init(gw_wmetrics *m);
 void gw_metrics_destroy(gw_wmetrics *m);
 void gw_metrics_request(gw_wmetrics *m, const char *route, int status);
-/* A finished request: its count by (route, status) and its latency, under
- * one lock and one hash of the route id. */
+/* A finished request: its count by (route, status) and its latency, and
+ * its upstream's latency when up_seconds >= 0 (its last response head's;
+ * one an earlier attempt had went in by gw_metrics_upstream_latency),
+ * under one lock and one hash of the route id. */
 void gw_metrics_done(gw_wmetrics *m, const char *route, int status,
-                     double seconds);
+                     double seconds, double up_seconds);
 void gw_metrics_upstream_latency(gw_wmetrics *m, double seconds);
 /* The gateway's own series in Prometheus text (all workers). */
 void gw_metrics_text(gw_buf *out);

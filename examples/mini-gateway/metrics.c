@@ -118,13 +118,22 @@ void gw_metrics_policy(gw_wmetrics *m, const char *route, int kind) {
 #define LAT_BUCKET (-1)
 #define LAT_SUM_US (-100)
 
-void gw_metrics_done(gw_wmetrics *m, const char *route, int status, double s) {
+void gw_metrics_done(gw_wmetrics *m, const char *route, int status, double s,
+                     double up_s) {
     size_t b = 0;
     while (b < GW_LAT_BUCKETS && s > gw_lat_bounds_s[b])
         b++;
+    size_t ub = 0;
+    while (ub < GW_LAT_BUCKETS && up_s > gw_lat_bounds_s[ub])
+        ub++;
     route = route ? route : "";
     uint64_t rh = route_hash(route);
     uv_mutex_lock(&m->lock);
+    if (up_s >= 0) {
+        m->up_buckets[ub]++;
+        m->up_sum += up_s;
+        m->up_count++;
+    }
     table_add_h(&m->requests, route, rh, status, 1);
     m->lat_buckets[b]++;
     m->lat_sum += s;

@@ -268,6 +268,8 @@ void gw_request_blocks_free(void) {
 }
 
 static void request_free(gw_request *q) {
+    if (q->up_lat_held) /* not finished (its client left): counted here */
+        gw_metrics_upstream_latency(&q->w->metrics, q->up_lat_s);
     if (q->up)
         gw_upstream_abandon(q);
     if (q->snap)
@@ -956,7 +958,9 @@ static void request_finish(gw_request *q) {
         return;
     q->finished = true;
     double secs = (double)(gw_now_ns() - q->t_start_ns) / 1e9;
-    gw_metrics_done(&c->w->metrics, q->route_id, q->status, secs);
+    gw_metrics_done(&c->w->metrics, q->route_id, q->status, secs,
+                    q->up_lat_held ? q->up_lat_s : -1.0);
+    q->up_lat_held = false;
     gw_access_log(q);
     bool keep = q->keep_alive && !c->w->draining;
     if (q->up) /* still attached: the response was cut short */

@@ -79,7 +79,10 @@ struct gw_request {
     sy_header *fwd_src; /* c->hdrs */
     uint64_t t_start;   /* ms */
     uint64_t t_start_ns;
-    uint64_t t_sent_ns;   /* the upstream head went out */
+    uint64_t t_sent_ns; /* the upstream head went out */
+    /* the last response head's upstream latency, held for gw_metrics_done */
+    double up_lat_s;
+    bool up_lat_held;
     const char *route_id; /* borrowed from snap, or "" */
     gw_route_data *rd;
     /* which of the host filters run per request hf_route has (GW_HF_*,

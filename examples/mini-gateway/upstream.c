@@ -867,8 +867,11 @@ static int r_headers_complete(http_parser *p) {
     if (!q) /* its client went away: dropped (a HEAD's has no body) */
         return u->phead[u->pfirst] ? 1 : 0;
     uint64_t now_ns = gw_now_ns();
-    gw_metrics_upstream_latency(&u->w->metrics,
-                                (double)(now_ns - q->t_sent_ns) / 1e9);
+    if (q->up_lat_held) /* an earlier attempt's: counted now */
+        gw_metrics_upstream_latency(&u->w->metrics, q->up_lat_s);
+    /* counted with the request (gw_metrics_done: one lock a request) */
+    q->up_lat_s = (double)(now_ns - q->t_sent_ns) / 1e9;
+    q->up_lat_held = true;
     if (q->lb)
         sy_router_report_outcome(G.router, &q->health,
                                  st >= 500 ? SY_OUTCOME_5XX

@@ -170,6 +170,11 @@ static const unsigned char *scan_fields(const unsigned char *p,
 
 bool gw_head_scan_request(const char *buf, size_t len, size_t max_head,
                           sy_header *hdrs, size_t max_hdrs, gw_head_req *out) {
+    /* http-parser paused at on_headers_complete (as the gateway pauses it)
+     * counts the head's last LF again when resumed: a head of exactly
+     * HTTP_MAX_HEADER_SIZE bytes is then refused (HPE_HEADER_OVERFLOW) */
+    if (max_head > HTTP_MAX_HEADER_SIZE - 1)
+        max_head = HTTP_MAX_HEADER_SIZE - 1;
     if (len > max_head)
         len = max_head; /* the head must end within max_head bytes */
     const unsigned char *s = (const unsigned char *)buf, *end = s + len;

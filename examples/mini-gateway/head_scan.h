@@ -26,7 +26,8 @@ typedef struct gw_head_req {
 } gw_head_req;
 
 /* Scans the request head at buf[0..len). True when the whole head is
- * there, no longer than max_head bytes, with at most max_hdrs headers, of
+ * there, no longer than max_head bytes (nor than HTTP_MAX_HEADER_SIZE - 1,
+ * see head_scan.c), with at most max_hdrs headers, of
  * the plainly common form head_scan.c lists, and the message leaves the
  * connection open (http_should_keep_alive): then *out and hdrs hold what
  * http-parser would have reported. False for anything else, *out and

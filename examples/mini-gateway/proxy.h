@@ -75,7 +75,7 @@ struct gw_request {
     gw_client *c;
     gw_worker *w;
     sy_snapshot *snap;
-    sy_request sreq;
+    /* sreq: at the end (not zeroed) */
     sy_header *fwd_src; /* c->hdrs */
     uint64_t t_start;   /* ms */
     uint64_t t_start_ns;
@@ -93,7 +93,6 @@ struct gw_request {
     gw_buf head;   /* upstream request head */
     uint16_t port; /* host and instance: at the end (not zeroed) */
     bool lb;
-    sy_target health; /* for sy_router_report_outcome (lb:// only) */
     char *tried[GW_MAX_TRIES];
     size_t ntried;
     int attempts;
@@ -122,7 +121,7 @@ struct gw_request {
     sy_header *fwd_hdrs; /* sreq.headers after a forward */
     /* the client's request and the route it matched, kept at the first
      * forward: the access log and the dry run's ring describe it */
-    sy_request client_req;
+    /* client_req: at the end (not zeroed) */
     const char *client_route_id;
     gw_route_data *client_rd;
     /* policies (policy.c) */
@@ -160,10 +159,19 @@ struct gw_request {
     /* Not zeroed when a request starts (proxy.c reuses request blocks):
      * an entry is written before it is read (r_field, r_value); host and
      * instance start "" (request_get) and are written whole, NUL-ended
-     * (gw_copy_str), before more of them is read. */
+     * (gw_copy_str), before more of them is read; sreq, client_req and
+     * health as said at each. */
     size_t rname[GW_MAX_HEADERS], rval[GW_MAX_HEADERS];
     char host[256];
     char instance[128];
+    /* the request (request_begin sets it whole) */
+    sy_request sreq;
+    /* the client's request: set at the first forward, read only with
+     * forwards (access_log.c) */
+    sy_request client_req;
+    /* for sy_router_report_outcome (lb:// only): set with lb and instance
+     * (build_attempt), read only with them */
+    sy_target health;
 };
 /* The part of a gw_request a new request starts zeroed. */
 #define GW_REQ_ZEROED offsetof(gw_request, rname)

@@ -135,7 +135,11 @@ bool want(const char *name) {
 }
 
 void result(const char *name, size_t routes, double value, const char *unit) {
-    if (value >= 100)
+    /* a ratio with two decimals: one would read 1.34 as "1.3", which a
+     * target of 1.3 would take for met */
+    if (!strcmp(unit, "x") && value < 10)
+        printf("%s %zu %.2f %s\n", name, routes, value, unit);
+    else if (value >= 100)
         printf("%s %zu %.0f %s\n", name, routes, value, unit);
     else
         printf("%s %zu %.1f %s\n", name, routes, value, unit);

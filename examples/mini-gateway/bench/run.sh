@@ -393,25 +393,27 @@ print("  redis-server: %.1f us CPU/request, %.3f script calls/request, "
 open(sys.argv[4], "a").write("%f %f %f\n" % (cpu, calls, each))
 PY
 }
+# a CASES group of three proxies (kind|conf|label), run in this order in
+# odd rounds and in the reverse order in even ones
+proxy_group() {
+  has_case "$1" || return 0
+  shift
+  local g=("$@") pc
+  [ $((round % 2)) = 1 ] || g=("${g[2]}" "${g[1]}" "${g[0]}")
+  for pc in "${g[@]}"; do run_proxy "$pc"; done
+}
+
 storm_total=0; storm_bad_total=0
 for round in $(seq "$ROUNDS"); do
   run_wrk "backend direct" "http://127.0.0.1:$BP/$url_end"
   # the gateway and the two nginx, at 1 route and at ROUTES: the order
   # reversed every other round, so neither proxy always runs first
-  if has_case one; then
-    one=("gw|single.json|mini-gateway, 1 route"
-         "ng|nginx-one.conf|nginx, 1 location"
-         "ng|nginx-one-xff.conf|nginx same headers, 1 loc.")
-    [ $((round % 2)) = 1 ] || one=("${one[2]}" "${one[1]}" "${one[0]}")
-    for pc in "${one[@]}"; do run_proxy "$pc"; done
-  fi
-  if has_case many; then
-    many=("gw|bench-routes.json|mini-gateway, $ROUTES routes"
-          "ng|nginx-many.conf|nginx, $ROUTES locations"
-          "ng|nginx-many-xff.conf|nginx same headers, $ROUTES loc.")
-    [ $((round % 2)) = 1 ] || many=("${many[2]}" "${many[1]}" "${many[0]}")
-    for pc in "${many[@]}"; do run_proxy "$pc"; done
-  fi
+  proxy_group one "gw|single.json|mini-gateway, 1 route" \
+    "ng|nginx-one.conf|nginx, 1 location" \
+    "ng|nginx-one-xff.conf|nginx same headers, 1 loc."
+  proxy_group many "gw|bench-routes.json|mini-gateway, $ROUTES routes" \
+    "ng|nginx-many.conf|nginx, $ROUTES locations" \
+    "ng|nginx-many-xff.conf|nginx same headers, $ROUTES loc."
 
   # the reload storm: one publish every 10 ms through the admin API (a
   # route other than the one under load changes, as in a real fleet), and

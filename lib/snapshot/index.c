@@ -331,7 +331,7 @@ static bool add_var(builder *b, sy_str name, uint32_t seg) {
 rinfo sy__ix_route_info(builder *b, const struct sy_route *r) {
     rinfo ri;
     memset(&ri, 0, sizeof ri);
-    ri.methods = UINT32_MAX;
+    uint32_t methods = UINT32_MAX, proven[2] = {0, 0};
     ri.route = r;
     size_t at[2] = {0, 0}, ndims[2] = {0, 0};
     bool other = false, path_lit = false;
@@ -339,7 +339,7 @@ rinfo sy__ix_route_info(builder *b, const struct sy_route *r) {
         const sy__pred *p = sy__route_cpred(r, i);
         sy__pred_kind k = p ? sy__pred_get_kind(p) : SY_PK_HOST_FACTORY;
         if (k == SY_PK_METHOD) {
-            ri.methods &= sy__pred_method_mask(p);
+            methods &= sy__pred_method_mask(p);
         } else if (k == SY_PK_PATH || k == SY_PK_HOST) {
             at[k == SY_PK_HOST] = i;
             ndims[k == SY_PK_HOST]++;
@@ -383,7 +383,7 @@ rinfo sy__ix_route_info(builder *b, const struct sy_route *r) {
             continue;
         }
         ri.nvars[d] = (uint8_t)(b->var_count - ri.vars[d]);
-        ri.pred[d] = (uint8_t)at[d];
+        proven[d] = (uint32_t)at[d];
         ri.flags[d] = SY_CAND_WALK;
         bool one = false;
         if (ri.nvars[d] == 1) { /* most: the var in the candidate */
@@ -411,6 +411,9 @@ rinfo sy__ix_route_info(builder *b, const struct sy_route *r) {
             }
         }
     }
+    for (int d = 0; d < 2; d++)
+        ri.mbits[d] = sy__cand_mbits(methods, ri.flags[d] ? proven[d] : 0);
+    ri.mbits[2] = sy__cand_mbits(methods, 0);
     return ri;
 }
 

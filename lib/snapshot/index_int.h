@@ -238,11 +238,13 @@ typedef struct pending {
 
 /* What a route's candidate entries carry, computed once per route. */
 typedef struct rinfo {
-    uint32_t methods;
     uint32_t vars[2]; /* per trie: offset in the var pool (VAR1: the var) */
     uint8_t nvars[2];
-    uint8_t pred[2];  /* the predicate the walk proves */
     uint8_t flags[2]; /* SY_CAND_WALK, WHOLE, VAR1, LIT (and its pred) */
+    /* the candidate's methods and walk-proven predicate as sy__cand_mbits
+     * packs them: per trie, and [2] for an entry the walk proves nothing
+     * of (the route's methods alone) */
+    uint16_t mbits[3];
     const struct sy_route *route;
 } rinfo;
 
@@ -767,8 +769,8 @@ static inline sy__cand cand_of(const pending *p, const rinfo *ri) {
     int d = p->dim < 2 ? (int)p->dim : 0;
     bool walk = p->dim < 2 && ri->flags[d];
     return (sy__cand){ri->route, walk ? ri->vars[d] : 0,
-                      sy__cand_mbits(ri->methods, walk ? ri->pred[d] : 0),
-                      walk ? ri->flags[d] : 0, walk ? ri->nvars[d] : 0};
+                      ri->mbits[walk ? d : 2], walk ? ri->flags[d] : 0,
+                      walk ? ri->nvars[d] : 0};
 }
 
 /* ---- hashing segments and edges (index.c builds, lookups and

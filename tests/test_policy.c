@@ -2179,6 +2179,36 @@ static void default_refuses_route(sy_router *r, const char *doc, int lenient,
     sy_report_free(rep);
 }
 
+/* A default RequestRateLimiter reaches every route, whatever the route's
+ * own filters: none, another filter, or a limiter of its own (then two).
+ * The route's compile notes only its own limiters, so a walk that trusted
+ * that note alone would skip the default's (accepted, never enforced). */
+START_TEST(a_default_limiter_is_counted_on_every_route) {
+    static const char defs[] =
+        "[{\"name\":\"RequestRateLimiter\",\"args\":{\"redis-rate-limiter."
+        "replenishRate\":\"1\",\"key-resolver\":"
+        "\"#{@remoteAddrKeyResolver}\"}}]";
+    static const char doc[] =
+        "[{\"id\":\"bare\",\"uri\":\"http://b\",\"predicates\":"
+        "[\"Path=/bare\"]},"
+        "{\"id\":\"hdr\",\"uri\":\"http://b\",\"predicates\":"
+        "[\"Path=/hdr\"],\"filters\":[\"AddRequestHeader=X-A,1\"]},"
+        "{\"id\":\"own\",\"uri\":\"http://b\",\"predicates\":"
+        "[\"Path=/own\"],\"filters\":[{\"name\":\"RequestRateLimiter\","
+        "\"args\":{\"redis-rate-limiter.replenishRate\":\"5\","
+        "\"key-resolver\":\"#{@remoteAddrKeyResolver}\"}}]}]";
+    fix f;
+    fix_open(&f, defaults_router(defs, false, 0));
+    sy_error e;
+    ck_assert_msg(sy_router_apply(f.r, "s", doc, strlen(doc), NULL, &e) == 0,
+                  "%s: %s", e.path, e.message);
+    ck_assert_uint_eq(sy_match_ratelimit_count(fix_match(&f, "/bare")), 1);
+    ck_assert_uint_eq(sy_match_ratelimit_count(fix_match(&f, "/hdr")), 1);
+    ck_assert_uint_eq(sy_match_ratelimit_count(fix_match(&f, "/own")), 2);
+    fix_close(&f);
+}
+END_TEST
+
 /* A default RequestRateLimiter keyed by #{@pathVariable:user}: a route
  * none of whose patterns captures {user} would give every request the
  * empty key (its status, 403), never a limit: refused at the default
@@ -2326,6 +2356,7 @@ int main(void) {
     tcase_add_test(tc, a_path_variable_no_pattern_captures_is_refused);
     tcase_add_test(tc,
                    a_default_limiter_path_variable_a_route_lacks_is_refused);
+    tcase_add_test(tc, a_default_limiter_is_counted_on_every_route);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

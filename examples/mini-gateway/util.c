@@ -100,23 +100,19 @@ void gw_buf_addu(gw_buf *b, uint64_t v) {
 void gw_buf_status_line(gw_buf *b, int status) {
     const char *why = gw_status_text(status);
     size_t wl = strlen(why);
-    char line[128];
-    if (status < 100 || status > 999 || wl > sizeof line - 15) {
-        gw_buf_adds(b, "HTTP/1.1 ");
-        gw_buf_addu(b, (uint64_t)status);
-        gw_buf_add(b, " ", 1);
+    char line[64];
+    memcpy(line, "HTTP/1.1 ", 9);
+    size_t n = 9 + gw_u64_text(line + 9, (uint64_t)(status < 0 ? 0 : status));
+    line[n++] = ' ';
+    if (wl + 2 > sizeof line - n) { /* no reason text is this long */
+        gw_buf_add(b, line, n);
         gw_buf_add(b, why, wl);
         gw_buf_add(b, "\r\n", 2);
         return;
     }
-    memcpy(line, "HTTP/1.1 ", 9);
-    line[9] = (char)('0' + status / 100);
-    line[10] = (char)('0' + status / 10 % 10);
-    line[11] = (char)('0' + status % 10);
-    line[12] = ' ';
-    memcpy(line + 13, why, wl);
-    memcpy(line + 13 + wl, "\r\n", 2);
-    gw_buf_add(b, line, 15 + wl);
+    memcpy(line + n, why, wl);
+    memcpy(line + n + wl, "\r\n", 2);
+    gw_buf_add(b, line, n + wl + 2);
 }
 
 void gw_buf_content_length(gw_buf *b, uint64_t v) {

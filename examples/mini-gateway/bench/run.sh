@@ -83,6 +83,14 @@ CASES=${CASES:-one,many,storm,policy,pipeline,pairs}
 PAIRS=${PAIRS:-10}
 PHASE=${PHASE:-2}
 has_case() { case ",$CASES," in *",$1,"*) return 0 ;; esac; return 1; }
+# a setting this script would not act on is refused, not ignored
+case "$PIN" in 0|1|shared) ;; *) echo "run.sh: PIN=$PIN: 0, 1 or shared" >&2; exit 2 ;; esac
+IFS=, read -r -a case_list <<< "$CASES"
+for c in "${case_list[@]}"; do
+  case "$c" in one|many|storm|policy|pipeline|pairs) ;;
+    *) echo "run.sh: CASES: '$c' is none of one,many,storm,policy,pipeline,pairs" >&2; exit 2 ;;
+  esac
+done
 bash tests/install-deps.sh
 [ -d build-bench ] || meson setup build-bench --buildtype=release \
   -Dtests=false -Dbench=false >/dev/null

@@ -63,7 +63,10 @@
 # CASES=one,many,storm,policy,pipeline,pairs (default all): which groups
 # run (one: the gateway and both nginx at 1 route; many: the same at
 # ROUTES; storm: the storm and its control; policy: the policy rows and
-# their control; pipeline: the pipelined rows; pairs, once after the
+# their control, and once after the rounds each policy's gateway
+# alternated with one without a policy, PAIRS pairs of PHASE s phases
+# (its req/s and CPU per request: the ratio of the phases' medians, the
+# pairs' min-max); pipeline: the pipelined rows; pairs, once after the
 # rounds: the gateway and nginx with the same headers running side by
 # side, loaded in turn for PHASE s (default 2), PAIRS times each (default
 # 10), at 1 route and at ROUTES, and the median of the pairs' CPU ratios);
@@ -525,6 +528,82 @@ if has_case pairs; then
     single.json nginx-one-xff.conf
   pair_ratio "alternating gateway / nginx same headers, many:" \
     bench-routes.json nginx-many-xff.conf
+fi
+# the policy rows again, alternated: a gateway without a policy and one
+# with each policy (the local limit, the breaker, the Redis-shared limit)
+# running side by side on the proxy's CPU, wrk loading the no-policy one
+# and a policy one in turn for PHASE s each, PAIRS pairs a policy (the
+# order reversed every other pair: n l n b n r, then l n b n r n, ...).
+# The rows above read each policy from one gateway started for it in its
+# slot of the round, three rounds: one round's ratio moved 0.94-1.20 for
+# the Redis limit's CPU. Here each pair's two phases run seconds apart on
+# processes started once; printed: the ratio of the phases' medians and
+# the pairs' own ratios, min-max
+policy_pairs() {
+  local GP AP k i kind name pid url c0 c1 r0 r1 out n
+  local names=(none limit breaker redis) conf=(single.json limit.json
+    breaker.json limit.json) pport=() ppid=()
+  for i in 0 1 2 3; do
+    GP=$(port) AP=$(port)
+    if [ $i = 3 ]; then start_gw "$work/${conf[$i]}" --redis 127.0.0.1:$RP
+    else start_gw "$work/${conf[$i]}"; fi
+    pport[$i]=$GP ppid[$i]=$gwpid
+    [ "$WARMUP" = 0 ] || wrk -t1 -c"$CONNECTIONS" -d"${WARMUP}s" \
+      "http://127.0.0.1:$GP/$url_end" >/dev/null || true
+  done
+  : > "$work/policy-pairs.txt"
+  for k in $(seq "$PAIRS"); do
+    for i in 1 2 3; do
+      for kind in $([ $((k % 2)) = 1 ] && echo "0 $i" || echo "$i 0"); do
+        pid=${ppid[$kind]} url="http://127.0.0.1:${pport[$kind]}/$url_end"
+        c0=$(cpu_ns "$pid"); r0=$(cpu_ns "$redispid")
+        out=$(wrk -t1 -c"$CONNECTIONS" -d"${PHASE}s" "$url" 2>&1) ||
+          echo "policy pair $k, ${names[$kind]}: wrk failed: ${out: -200}" >&2
+        c1=$(cpu_ns "$pid"); r1=$(cpu_ns "$redispid")
+        n=$(echo "$out" | awk '/requests in/ {print $1}')
+        echo "$k ${names[$i]} ${names[$kind]} ${n:-0} $(echo "$out" |
+          awk '/Requests\/sec/ {print $2}') $(( ${c1% *} - ${c0% *} ))" \
+          "$(( ${r1% *} - ${r0% *} ))" >> "$work/policy-pairs.txt"
+      done
+    done
+  done
+  for i in 0 1 2 3; do stop_pid "${ppid[$i]}"; done
+  python3 - "$work/policy-pairs.txt" <<'PY'
+import sys
+ph = {}  # (pair, policy) -> {"none"|policy: (req/s, us/req, redis us/req)}
+for l in open(sys.argv[1]):
+    k, pol, kind, n, rps, ns, rns = l.split()
+    if int(n) and rps:
+        ph.setdefault((int(k), pol), {})[kind] = (
+            float(rps), int(ns) / 1e3 / int(n), int(rns) / 1e3 / int(n))
+med = lambda xs: sorted(xs)[len(xs) // 2]
+for pol, label, tgt in (("limit", "local limit", 0.97),
+                        ("breaker", "breaker", 0.97),
+                        ("redis", "Redis limit", 0.85)):
+    ps = [v for (k, p), v in sorted(ph.items())
+          if p == pol and "none" in v and pol in v]
+    head = "alternating %s / no policy (target >= %.2f):" % (label, tgt)
+    if not ps:
+        print("%-44s no figures" % head)
+        continue
+    rate = [v[pol][0] / v["none"][0] for v in ps]
+    cpu = [v[pol][1] / v["none"][1] for v in ps if v["none"][1]]
+    line = ("%-44s req/s %.2f (medians %.0f / %.0f, %d pairs; pairs "
+            "%.2f-%.2f)  cpu/req %.2f (pairs %.2f-%.2f)" % (
+                head, med([v[pol][0] for v in ps]) /
+                med([v["none"][0] for v in ps]),
+                med([v[pol][0] for v in ps]), med([v["none"][0] for v in ps]),
+                len(ps), min(rate), max(rate),
+                med([v[pol][1] for v in ps]) / med([v["none"][1] for v in ps]),
+                min(cpu or [0]), max(cpu or [0])))
+    if pol == "redis":
+        line += "  redis-server %.1f us/req" % med([v[pol][2] for v in ps])
+    print(line)
+PY
+}
+if has_case policy; then
+  echo "alternating: ${PAIRS} pairs of ${PHASE}s phases a policy, its gateway and one without a policy"
+  policy_pairs
 fi
 has_case storm && echo "reload storm: $storm_total publishes in $ROUNDS x ~${DURATION}s ($storm_bad_total rejected)"
 

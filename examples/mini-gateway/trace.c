@@ -18,43 +18,81 @@
 
 static _Thread_local uint64_t rng_state;
 
-static uint64_t next_random(void) {
-    if (!rng_state) {
-        if (getrandom(&rng_state, sizeof rng_state, 0) != sizeof rng_state)
-            rng_state = gw_now_ns() ^ (uint64_t)(uintptr_t)&rng_state;
-        rng_state |= 1;
-    }
-    uint64_t x = rng_state; /* xorshift64* */
+/* The thread's xorshift64* generator, seeded once from getrandom: its
+ * state is never 0, and its output (the state times an odd constant) is
+ * then never 0 either, so no id it makes is all zeros (W3C: invalid). */
+static uint64_t rng_seed(void) {
+    uint64_t s;
+    if (getrandom(&s, sizeof s, 0) != sizeof s)
+        s = gw_now_ns() ^ (uint64_t)(uintptr_t)&rng_state;
+    return s | 1;
+}
+
+static inline uint64_t rng_next(uint64_t *state) {
+    uint64_t x = *state;
     x ^= x >> 12;
     x ^= x << 25;
     x ^= x >> 27;
-    rng_state = x;
+    *state = x;
     return x * 0x2545f4914f6cdd1dull;
 }
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+
+/* the 32 nibbles of two random words as 32 lower-case hex digits: '0' + n,
+ * and 'a' - '0' - 10 = 39 more where n > 9 (the digits of random bits are
+ * random in any order) */
+static inline void hex32(char *out, uint64_t a, uint64_t b) {
+    const __m128i low = _mm_set1_epi8(0x0f);
+    __m128i v = _mm_set_epi64x((long long)b, (long long)a);
+    __m128i lo = _mm_and_si128(v, low);
+    __m128i hi = _mm_and_si128(_mm_srli_epi64(v, 4), low);
+    __m128i d0 = _mm_unpacklo_epi8(lo, hi), d1 = _mm_unpackhi_epi8(lo, hi);
+    const __m128i zero = _mm_set1_epi8('0'), nine = _mm_set1_epi8(9),
+                  gap = _mm_set1_epi8(39);
+    d0 = _mm_add_epi8(_mm_add_epi8(d0, zero),
+                      _mm_and_si128(_mm_cmpgt_epi8(d0, nine), gap));
+    d1 = _mm_add_epi8(_mm_add_epi8(d1, zero),
+                      _mm_and_si128(_mm_cmpgt_epi8(d1, nine), gap));
+    _mm_storeu_si128((__m128i *)out, d0);
+    _mm_storeu_si128((__m128i *)(out + 16), d1);
+}
+
+/* one word's 16 digits */
+static inline void hex16(char *out, uint64_t a) {
+    const __m128i low = _mm_set1_epi8(0x0f);
+    __m128i v = _mm_cvtsi64_si128((long long)a);
+    __m128i d = _mm_unpacklo_epi8(_mm_and_si128(v, low),
+                                  _mm_and_si128(_mm_srli_epi64(v, 4), low));
+    d = _mm_add_epi8(
+        _mm_add_epi8(d, _mm_set1_epi8('0')),
+        _mm_and_si128(_mm_cmpgt_epi8(d, _mm_set1_epi8(9)), _mm_set1_epi8(39)));
+    _mm_storeu_si128((__m128i *)out, d);
+}
+#else
 /* eight random nibbles (one a byte, values 0-15) to eight lower-case hex
  * digits at once: '0' + n, and 'a' - '0' - 10 = 39 more where n >= 10
  * (n + 6 carries into bit 4 exactly then; no byte carries into the next) */
-static uint64_t hex_digits8(uint64_t nibbles) {
+static inline uint64_t hex_digits8(uint64_t nibbles) {
     const uint64_t ones = 0x0101010101010101ull;
     uint64_t ge10 = ((nibbles + 6 * ones) >> 4) & ones;
     return nibbles + '0' * ones + ge10 * 39;
 }
 
-/* n a multiple of 16: sixteen digits of each random word, its low and its
- * high nibbles (the digits of random bits are random in any order; 3 words
- * a request for the trace and span ids) */
-static void random_hex(char *out, size_t n) {
+static inline void hex16(char *out, uint64_t r) {
     const uint64_t low_nibbles = 0x0f0f0f0f0f0f0f0full;
-    for (size_t i = 0; i < n; i += 16) {
-        uint64_t r = next_random();
-        uint64_t lo = hex_digits8(r & low_nibbles);
-        uint64_t hi = hex_digits8((r >> 4) & low_nibbles);
-        memcpy(out + i, &lo, 8);
-        memcpy(out + i + 8, &hi, 8);
-    }
-    out[n] = '\0';
+    uint64_t lo = hex_digits8(r & low_nibbles);
+    uint64_t hi = hex_digits8((r >> 4) & low_nibbles);
+    memcpy(out, &lo, 8);
+    memcpy(out + 8, &hi, 8);
 }
+
+static inline void hex32(char *out, uint64_t a, uint64_t b) {
+    hex16(out, a);
+    hex16(out + 16, b);
+}
+#endif
 
 static bool lower_hex(const char *s, size_t n) {
     for (size_t i = 0; i < n; i++)
@@ -103,12 +141,15 @@ void gw_trace_begin(gw_trace *t, const sy_request *r) {
             count++;
         }
     /* more than one traceparent: none is trusted (a new trace) */
+    uint64_t st = rng_state ? rng_state : rng_seed();
     if (count != 1 || !parse_traceparent(found->value, t)) {
-        random_hex(t->trace_id, 32);
+        uint64_t a = rng_next(&st);
+        hex32(t->trace_id, a, rng_next(&st)); /* trace_id[32] stays 0 */
         memcpy(t->flags, "01", 3);
         t->parent_id[0] = '\0';
     }
-    random_hex(t->span_id, 16);
+    hex16(t->span_id, rng_next(&st)); /* span_id[16] stays 0 */
+    rng_state = st;
 }
 
 bool gw_trace_is_header(sy_str name) {

@@ -18,6 +18,8 @@
 #define _DEFAULT_SOURCE
 #include "proxy.h"
 
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -66,18 +68,31 @@ enum { F_METHOD, F_HOST, F_PATH, F_QUERY, F_REMOTE, F_N };
     (sizeof((gw_recent *)0)->method + sizeof((gw_recent *)0)->host +           \
      sizeof((gw_recent *)0)->path + sizeof((gw_recent *)0)->query +            \
      sizeof((gw_recent *)0)->remote + HDR_DATA + 4 * GW_RECENT_HEADERS)
+/* No lock over the ring: a request claims the next request number with
+ * one atomic add (its slot is that number modulo GW_RECENT_MAX) and
+ * writes its slot under the slot's own flag; the admin's copy takes all
+ * the flags. A slot says which request it holds (no: its number + 1, 0
+ * never written), so the copy orders them. ~80 instructions a request
+ * less than one mutex over the ring (its lock, unlock and once). */
 typedef struct slot {
-    _Alignas(64) uint16_t len[F_N], nh;
+    _Alignas(64) atomic_uint busy;
+    uint16_t len[F_N], nh;
+    uint64_t no;
     char data[SLOT_DATA];
 } slot;
 
 static slot ring[GW_RECENT_MAX];
-static size_t ring_next, ring_count;
-static uv_mutex_t ring_lock;
-static uv_once_t ring_once = UV_ONCE_INIT;
+static _Atomic uint64_t ring_claimed; /* requests remembered so far */
 
-static void ring_init(void) {
-    uv_mutex_init(&ring_lock);
+static void slot_take(slot *e) {
+    for (unsigned spins = 0;
+         atomic_exchange_explicit(&e->busy, 1, memory_order_acquire);)
+        if (++spins % 64 == 0)
+            sched_yield(); /* its holder was switched out */
+}
+
+static void slot_drop(slot *e) {
+    atomic_store_explicit(&e->busy, 0, memory_order_release);
 }
 
 /* s at data + *o, cut to cap - 1 bytes (the gw_recent field's room). */
@@ -92,9 +107,15 @@ static void put(slot *e, size_t *o, int f, sy_str s, size_t cap) {
 static void remember(const gw_request *q) {
     const sy_request *r = q->forwards ? &q->client_req : &q->sreq;
     const gw_recent *k = NULL; /* for the fields' sizes only */
-    uv_once(&ring_once, ring_init);
-    uv_mutex_lock(&ring_lock);
-    slot *e = &ring[ring_next];
+    uint64_t no =
+        atomic_fetch_add_explicit(&ring_claimed, 1, memory_order_relaxed);
+    slot *e = &ring[no % GW_RECENT_MAX];
+    slot_take(e);
+    if (e->no > no) { /* lapped: a later request has written the slot */
+        slot_drop(e);
+        return;
+    }
+    e->no = no + 1;
     size_t o = 0;
     put(e, &o, F_METHOD, r->method, sizeof k->method);
     put(e, &o, F_HOST, r->host, sizeof k->host);
@@ -120,10 +141,7 @@ static void remember(const gw_request *q) {
         hb += (size_t)nl + vl;
         e->nh++;
     }
-    ring_next = (ring_next + 1) % GW_RECENT_MAX;
-    if (ring_count < GW_RECENT_MAX)
-        ring_count++;
-    uv_mutex_unlock(&ring_lock);
+    slot_drop(e);
 }
 
 /* A slot as the gw_recent it stands for. */
@@ -152,15 +170,30 @@ static void unpack(const slot *e, gw_recent *d) {
     }
 }
 
+static int by_no(const void *a, const void *b) {
+    uint64_t x = ring[*(const uint16_t *)a].no,
+             y = ring[*(const uint16_t *)b].no;
+    return (x > y) - (x < y);
+}
+
 size_t gw_recent_copy(gw_recent *out, size_t max) {
-    uv_once(&ring_once, ring_init);
-    uv_mutex_lock(&ring_lock);
-    size_t n = ring_count < max ? ring_count : max;
-    /* oldest first */
-    size_t first = (ring_next + GW_RECENT_MAX - ring_count) % GW_RECENT_MAX;
-    for (size_t i = 0; i < n; i++)
-        unpack(&ring[(first + ring_count - n + i) % GW_RECENT_MAX], &out[i]);
-    uv_mutex_unlock(&ring_lock);
+    /* Every slot's flag held (a request holds one at a time: no
+     * deadlock), the ring is one moment's, as under the one mutex: each
+     * slot holds its last request written (a request that has claimed a
+     * slot but not yet written it comes after this copy). */
+    uint16_t order[GW_RECENT_MAX];
+    size_t held = 0;
+    for (size_t i = 0; i < GW_RECENT_MAX; i++) {
+        slot_take(&ring[i]);
+        if (ring[i].no)
+            order[held++] = (uint16_t)i;
+    }
+    qsort(order, held, sizeof *order, by_no);
+    size_t n = held < max ? held : max;
+    for (size_t i = 0; i < n; i++) /* the last n, oldest first */
+        unpack(&ring[order[held - n + i]], &out[i]);
+    for (size_t i = 0; i < GW_RECENT_MAX; i++)
+        slot_drop(&ring[i]);
     return n;
 }
 
@@ -242,7 +275,8 @@ void gw_access_log_refused(const char *peer, int status, uint64_t bytes) {
 }
 
 void gw_access_log(gw_request *q) {
-    remember(q);
+    if (G.cfg.admin_port > 0) /* else no dry run can read the ring */
+        remember(q);
     if (!log_file)
         return;
     uint64_t now = gw_now_ns();

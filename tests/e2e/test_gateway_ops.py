@@ -300,6 +300,34 @@ def body(procs, c):
           ("/svc/b", "gray", "gray", "svc-1", "svc-2")],
          "a dry run lists the requests whose instance choice changes")
 
+    # --- the ring past its 256 slots, and the generated trace ids ---
+    # 300 more requests: the dry run replays the last 256, oldest first
+    # (the ring's slots are claimed without a lock: access_log.c)
+    ids = []
+    for i in range(300):
+        st, _, data = gg.request("GET", "/svc/t%d" % i)
+        ids.append(h.echoed_header(data, "traceparent"))
+    gone = [{"id": "gray", "uri": "lb://svc", "predicates": ["Path=/none/**"]}]
+    st, _, data = gg.admin_call("PUT", "/routes/gray?dry_run=1", gone)
+    imp = json.loads(data)["impact"]
+    c.eq((imp["requests"], [x["url"] for x in imp["changed"]]),
+         (256, ["/svc/t%d" % i for i in range(44, 300)]),
+         "past 256 requests the dry run replays the last 256 in order")
+    ok = [x for x in ids if x and re.fullmatch(
+        r"00-[0-9a-f]{32}-[0-9a-f]{16}-01", x)]
+    c.eq(len(ok), 300, "300 generated traceparents, all well formed")
+    traces = [x.split("-")[1] for x in ok]
+    spans = [x.split("-")[2] for x in ok]
+    c.eq((len(set(traces)), len(set(spans))), (300, 300),
+         "every generated trace id and span id differs")
+    # each digit place of the ids takes many values (no place stuck), and
+    # together the ids use all sixteen digits
+    stuck = [i for i in range(48)
+             if len({(t + s)[i] for t, s in zip(traces, spans)}) < 8]
+    c.eq(stuck, [], "no digit place of the ids is stuck")
+    c.eq("".join(sorted(set("".join(traces + spans)))), "0123456789abcdef",
+         "the ids use all sixteen hex digits")
+
     # --- the console ---
     st, hdrs, page = gw.admin_call("GET", "/", token=False)
     c.eq(st, 200, "the console page is served without the token")

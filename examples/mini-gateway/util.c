@@ -17,6 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 bool gw_buf_reserve(gw_buf *b, size_t extra) {
     if (b->failed)
         return false;
@@ -149,19 +153,60 @@ void gw_buf_printf(gw_buf *b, const char *fmt, ...) {
     b->len += (size_t)n;
 }
 
+static bool json_plain_byte(unsigned char ch) {
+    return ch >= 0x20 && ch != '"' && ch != '\\' && ch != 0x7f;
+}
+
+/* How many of s's first bytes a JSON string holds as they are (none
+ * below 0x20, '"', '\\' or 0x7f): sixteen bytes a step with SSE2. */
+static size_t json_plain(const char *s, size_t len) {
+    size_t i = 0;
+#ifdef __SSE2__
+    const __m128i ctl = _mm_set1_epi8(0x1f), quote = _mm_set1_epi8('"'),
+                  bsl = _mm_set1_epi8('\\'), del = _mm_set1_epi8(0x7f);
+    for (; i + 16 <= len; i += 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(s + i));
+        __m128i m = _mm_or_si128(
+            _mm_or_si128(_mm_cmpeq_epi8(_mm_min_epu8(x, ctl), x),
+                         _mm_cmpeq_epi8(x, quote)),
+            _mm_or_si128(_mm_cmpeq_epi8(x, bsl), _mm_cmpeq_epi8(x, del)));
+        unsigned bits = (unsigned)_mm_movemask_epi8(m);
+        if (bits)
+            return i + (size_t)__builtin_ctz(bits);
+    }
+#endif
+    while (i < len && json_plain_byte((unsigned char)s[i]))
+        i++;
+    return i;
+}
+
 void gw_buf_json_str(gw_buf *b, const char *s, size_t len) {
     if (!gw_buf_reserve(b, len + 2))
         return;
+    size_t run = json_plain(s, len);
+    if (run == len) { /* the common string: nothing to escape */
+        char *d = b->p + b->len;
+        d[0] = '"';
+        if (len)
+            memcpy(d + 1, s, len);
+        d[len + 1] = '"';
+        d[len + 2] = '\0';
+        b->len += len + 2;
+        return;
+    }
     gw_buf_add(b, "\"", 1);
-    for (size_t i = 0; i < len; i++) {
-        unsigned char ch = (unsigned char)s[i];
+    for (size_t i = 0;; run = json_plain(s + i, len - i)) {
+        /* each run of plain bytes in one append */
+        gw_buf_add(b, s + i, run);
+        i += run;
+        if (i == len)
+            break;
+        unsigned char ch = (unsigned char)s[i++];
         if (ch == '"' || ch == '\\') {
             char e[2] = {'\\', (char)ch};
             gw_buf_add(b, e, 2);
-        } else if (ch < 0x20 || ch == 0x7f) {
-            gw_buf_printf(b, "\\u%04x", ch);
         } else {
-            gw_buf_add(b, &s[i], 1);
+            gw_buf_printf(b, "\\u%04x", ch);
         }
     }
     gw_buf_add(b, "\"", 1);

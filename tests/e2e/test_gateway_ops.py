@@ -111,6 +111,14 @@ def body(procs, c):
          "a generated trace id is logged")
     c.ok(first["bytes"] > 0 and first["duration_ms"] >= 0,
          "bytes and duration")
+    with open(access) as f:
+        raw = f.readline()
+    c.ok(re.match(r'\{"time":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z",'
+                  r'"method":"GET",', raw) and
+         re.search(r',"status":200,.*,"bytes_in":0,"bytes":\d+,'
+                   r'"duration_ms":\d+\.\d{3},"upstream_ms":\d+\.\d{3},'
+                   r'"retries":0,"rate_limited":false,"fallback":false,', raw),
+         "the line's time, numbers and durations as written: %r" % raw)
     c.eq((lines[4]["status"], lines[4]["route"]), (404, None),
          "no route: 404, route null")
     h.wait_for(lambda: len(log_lines(access)) >= 7, "the refused requests")

@@ -645,14 +645,16 @@ gw_rcall *gw_redis_script(gw_worker *w, const char *const keys[2],
         memcpy(p, str[i], len[i] + 1);
         p += len[i] + 1;
     }
-    /* the bucket's batch in a flush: a hash of the texts, 8 bytes a step */
+    /* the bucket's batch in a flush: a hash of KEYS[1] (the route and the
+     * key, the bucket: its other texts follow from them but across a
+     * reload; same_bucket compares them all), 8 bytes a step */
     uint64_t h = blen, wd;
     size_t i = 0;
-    for (; i + 8 <= blen; i += 8) {
+    for (; i + 8 <= len[0]; i += 8) {
         memcpy(&wd, c->buf + i, 8);
         h = (h ^ wd) * 0x9e3779b97f4a7c15ull;
     }
-    for (; i < blen; i++)
+    for (; i < len[0]; i++)
         h = (h ^ (unsigned char)c->buf[i]) * 0x100000001b3ull;
     c->hash = (uint32_t)(h ^ (h >> 29) ^ (h >> 41));
     c->blen = blen;

@@ -40,6 +40,14 @@
  * also prints the steal time the kernel counted over the case (/proc/stat:
  * time the hypervisor ran something else while a vCPU of this VM wanted to
  * run), in its ticks of 10 ms: the host's share the watcher can only infer.
+ *
+ * In those two cases the publisher runs on one CPU and the reader or
+ * watcher on another (printed as the case's condition; SY_BENCH_PIN=0
+ * leaves both to the scheduler): a spinner placed on the publisher's
+ * vCPU made it wait out a time slice, ~2.5 ms (docs/performance.md,
+ * "Round 11 (session 41): the publisher and its spinner on one vCPU").
+ * Each also counts the publishes switched out involuntarily and those
+ * that began or ended with the other thread last seen on their CPU.
  */
 #define _GNU_SOURCE /* RUSAGE_THREAD */
 #include "bench_run.h"
@@ -48,6 +56,7 @@
 #include "snapshot/snapshot.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,9 +141,14 @@ static void watch_start(watch_clock *c) {
     c->prev = c->checked = bench_now_ns();
 }
 
+/* The CPU the case's other thread (reader or watcher) last ran on, as it
+ * saw it at its last clock read (-1: none). */
+static _Atomic int g_other_cpu = -1;
+
 /* One clock read of a watcher: a gap over STALL_NS since the last one is
  * a stall when the watcher's switch count did not move meanwhile. */
 static void watch_tick(stall_watch *w, watch_clock *c) {
+    atomic_store_explicit(&g_other_cpu, sched_getcpu(), memory_order_relaxed);
     uint64_t t = bench_now_ns();
     if (t - c->prev > STALL_NS) {
         uint64_t sw = thread_switches();
@@ -200,6 +214,11 @@ static uint64_t upsert_stall_ns(size_t i, const double *us) {
 }
 
 static uint32_t *g_preempt;
+/* of which involuntary (the scheduler took the CPU for another thread) */
+static uint32_t *g_invol;
+/* whether the other thread was last seen on the publisher's CPU when the
+ * publish began or ended (both queued on one CPU) */
+static bool *g_near;
 
 /* The time upsert i's own CPU stopped without switching its thread out:
  * wall less thread CPU when that is over STALL_NS and no context switch
@@ -232,6 +251,8 @@ static void notes_alloc(size_t n, bool idmove) {
     g_state = bench_xmalloc(n);
     g_faults = bench_xmalloc(n * sizeof *g_faults);
     g_preempt = bench_xmalloc(n * sizeof *g_preempt);
+    g_invol = bench_xmalloc(n * sizeof *g_invol);
+    g_near = bench_xmalloc(n * sizeof *g_near);
     g_idmove = idmove ? bench_xmalloc(n * sizeof *g_idmove) : NULL;
     g_start = bench_xmalloc(n * sizeof *g_start);
 }
@@ -240,20 +261,24 @@ static void notes_free(void) {
     free(g_state);
     free(g_faults);
     free(g_preempt);
+    free(g_invol);
+    free(g_near);
+    g_near = NULL;
     free(g_idmove);
     free(g_start);
     g_start = NULL;
     g_state = NULL;
-    g_faults = g_preempt = NULL;
+    g_faults = g_preempt = g_invol = NULL;
     g_idmove = NULL;
 }
 
-static void thread_usage(uint64_t *faults, uint64_t *preempt) {
+static void thread_usage(uint64_t *faults, uint64_t *preempt, uint64_t *invol) {
     struct rusage ru;
-    *faults = *preempt = 0;
+    *faults = *preempt = *invol = 0;
     if (getrusage(RUSAGE_THREAD, &ru) == 0) {
         *faults = (uint64_t)ru.ru_minflt + (uint64_t)ru.ru_majflt;
         *preempt = (uint64_t)ru.ru_nivcsw + (uint64_t)ru.ru_nvcsw;
+        *invol = (uint64_t)ru.ru_nivcsw;
     }
 }
 
@@ -282,13 +307,15 @@ static size_t upserts(table *t, size_t from, const char *variant, size_t runs,
         /* 7919 is prime to the table sizes: distinct routes */
         table_scale_route(add ? from + r : (from + r * 7919) % t->routes,
                           variant, &doc);
-        uint64_t f0, p0, f1, p1;
-        thread_usage(&f0, &p0);
+        uint64_t f0, p0, i0, f1, p1, i1;
+        thread_usage(&f0, &p0, &i0);
+        bool near = sched_getcpu() == atomic_load(&g_other_cpu);
         uint64_t t0 = bench_now_ns(), c0 = thread_cpu_ns();
         int rc =
             sy_router_upsert_route(t->router, "bench", doc.ptr, doc.len, &e);
         uint64_t dt = bench_now_ns() - t0, dc = thread_cpu_ns() - c0;
-        thread_usage(&f1, &p1);
+        near |= sched_getcpu() == atomic_load(&g_other_cpu);
+        thread_usage(&f1, &p1, &i1);
         if (rc) {
             fail("scale/one-route", rc, &e);
             break;
@@ -313,6 +340,8 @@ static size_t upserts(table *t, size_t from, const char *variant, size_t runs,
         if (g_faults) {
             g_faults[done] = (uint32_t)(f1 - f0);
             g_preempt[done] = (uint32_t)(p1 - p0);
+            g_invol[done] = (uint32_t)(i1 - i0);
+            g_near[done] = near;
         }
         done++;
         base = s->base;
@@ -380,9 +409,10 @@ static void slowest(const char *name, const char *by_name, const double *by,
                 w = i;
         seen[w] = true;
         len += (size_t)snprintf(line + len, sizeof line - len,
-                                " #%zu %.0f/%.0f us %uf %up (%c)", w, us[w],
+                                " #%zu %.0f/%.0f us %uf %up %ui (%c)", w, us[w],
                                 cpu[w], g_faults ? g_faults[w] : 0,
-                                g_preempt ? g_preempt[w] : 0, g_state[w]);
+                                g_preempt ? g_preempt[w] : 0,
+                                g_invol ? g_invol[w] : 0, g_state[w]);
         if (g_watch && len < sizeof line)
             len += (size_t)snprintf(line + len, sizeof line - len,
                                     " stall %.0f+%.0f us",
@@ -392,7 +422,8 @@ static void slowest(const char *name, const char *by_name, const double *by,
             break;
     }
     free(seen);
-    comment("%s: slowest by %s (wall/CPU, page faults f, switches p):%s "
+    comment("%s: slowest by %s (wall/CPU, page faults f, switches p, of "
+            "them involuntary i):%s "
             "(b: a rebuild ran, S: one started, W: one swapped in, .: "
             "neither%s)",
             name, by_name, line,
@@ -482,17 +513,27 @@ static void report_upserts(const char *name, size_t routes, double *us,
     }
     if (g_faults) {
         double *f = bench_xmalloc(done * sizeof *f);
-        size_t preempted = 0, fmax = 0, calm = SIZE_MAX;
+        size_t preempted = 0, invol = 0, fmax = 0, calm = SIZE_MAX;
+        size_t near = 0, near_invol = 0;
         for (size_t i = 0; i < done; i++) {
             f[i] = g_faults[i];
             preempted += g_preempt[i] > 0;
+            invol += g_invol[i] > 0;
+            near += g_near[i];
+            near_invol += g_near[i] && g_invol[i];
             fmax = g_faults[i] > g_faults[fmax] ? i : fmax;
             if (!g_preempt[i] && (calm == SIZE_MAX || us[i] > us[calm]))
                 calm = i;
         }
         comment("%s: page faults a publish: the most %u (#%zu); %zu "
-                "publishes were switched out (context switches)",
-                name, g_faults[fmax], fmax, preempted);
+                "publishes were switched out (context switches), %zu of "
+                "them involuntarily (preempted)",
+                name, g_faults[fmax], fmax, preempted, invol);
+        if (g_watch)
+            comment("%s: %zu publishes began or ended with the other thread "
+                    "last seen on their CPU (sched_getcpu), %zu of them "
+                    "preempted",
+                    name, near, near_invol);
         if (calm != SIZE_MAX)
             comment("%s: the slowest publish not switched out: %.1f us wall, "
                     "%.1f us thread CPU (#%zu)",
@@ -511,6 +552,71 @@ static void report_upserts(const char *name, size_t routes, double *us,
     free(sorted);
     print_spread(name, us, done, "us");
     print_spread("(thread CPU)", cpu, done, "us");
+}
+
+/* ---- where a case's two threads run ---- */
+
+/* The publisher (this thread) on one CPU, the case's other thread (the
+ * reader, or the stall watcher) on another: a thread spinning beside the
+ * publisher on one vCPU takes a time slice (~3 ms under EEVDF) from it
+ * whenever the scheduler places both there. SY_BENCH_PIN=0 leaves both to
+ * the scheduler; with one CPU allowed there is nothing to pin. */
+typedef struct placement {
+    bool pinned;
+    cpu_set_t before; /* this thread's CPUs before the case */
+} placement;
+
+/* Pins this thread and sets `attr` (initialised here) for the other
+ * thread; prints the placement as the case's condition. */
+static void place(placement *p, pthread_attr_t *attr, const char *name,
+                  const char *other) {
+    p->pinned = false;
+    pthread_attr_init(attr);
+    const char *env = getenv("SY_BENCH_PIN");
+    if (env && strcmp(env, "0") == 0) {
+        comment("%s: the publisher and the %s not pinned (SY_BENCH_PIN=0): "
+                "placed by the scheduler",
+                name, other);
+        return;
+    }
+    int cpus[2], n = 0;
+    if (pthread_getaffinity_np(pthread_self(), sizeof p->before, &p->before) ==
+        0)
+        for (int c = 0; c < CPU_SETSIZE && n < 2; c++)
+            if (CPU_ISSET(c, &p->before))
+                cpus[n++] = c;
+    if (n < 2) {
+        comment("%s: the publisher and the %s not pinned: fewer than two "
+                "CPUs allowed, they share one",
+                name, other);
+        return;
+    }
+    cpu_set_t one, two;
+    CPU_ZERO(&one);
+    CPU_SET(cpus[0], &one);
+    CPU_ZERO(&two);
+    CPU_SET(cpus[1], &two);
+    if (pthread_setaffinity_np(pthread_self(), sizeof one, &one) != 0 ||
+        pthread_attr_setaffinity_np(attr, sizeof two, &two) != 0) {
+        pthread_setaffinity_np(pthread_self(), sizeof p->before, &p->before);
+        pthread_attr_destroy(attr);
+        pthread_attr_init(attr);
+        comment("%s: the publisher and the %s not pinned (affinity refused)",
+                name, other);
+        return;
+    }
+    p->pinned = true;
+    comment("%s: the publisher pinned to CPU %d, the %s to CPU %d "
+            "(SY_BENCH_PIN=0: both left to the scheduler)",
+            name, cpus[0], other, cpus[1]);
+}
+
+/* This thread back on its CPUs of before the case. */
+static void unplace(placement *p, pthread_attr_t *attr) {
+    atomic_store(&g_other_cpu, -1);
+    if (p->pinned)
+        pthread_setaffinity_np(pthread_self(), sizeof p->before, &p->before);
+    pthread_attr_destroy(attr);
 }
 
 /* ---- a publish while a reader matches ---- */
@@ -600,7 +706,11 @@ static void scale_with_readers(table *t) {
     watch_init(&watch, STALLS_MAX);
     reader rd = {.router = t->router, .rs = &t->reqs, .watch = &watch};
     pthread_t tid;
-    if (pthread_create(&tid, NULL, reader_run, &rd) != 0) {
+    placement pl;
+    pthread_attr_t attr;
+    place(&pl, &attr, name, "reader");
+    if (pthread_create(&tid, &attr, reader_run, &rd) != 0) {
+        unplace(&pl, &attr);
         comment("SKIPPED %s: no reader thread", name);
         free(us);
         free(cpu);
@@ -618,6 +728,7 @@ static void scale_with_readers(table *t) {
     double secs = (double)(bench_now_ns() - t0) / 1e9;
     atomic_store(&rd.stop, 1);
     pthread_join(tid, NULL);
+    unplace(&pl, &attr);
     if (done)
         check_updated(t, 500001, "r", done);
     if (done) {
@@ -648,7 +759,10 @@ static void scale_grow(table *t) {
     stall_watch watch;
     watch_init(&watch, STALLS_MAX);
     pthread_t tid;
-    bool watching = pthread_create(&tid, NULL, watch_run, &watch) == 0;
+    placement pl;
+    pthread_attr_t attr;
+    place(&pl, &attr, name, "stall watcher");
+    bool watching = pthread_create(&tid, &attr, watch_run, &watch) == 0;
     if (!watching)
         comment("%s: no stall watcher (no thread)", name);
     while (watching && !atomic_load(&watch.started))
@@ -664,6 +778,7 @@ static void scale_grow(table *t) {
         pthread_join(tid, NULL);
         g_watch = &watch;
     }
+    unplace(&pl, &attr);
     sy_snapshot *h = sy_router_acquire(t->router);
     size_t now = sy_snapshot_route_count(h);
     sy_snapshot_release(h);

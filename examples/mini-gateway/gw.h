@@ -203,8 +203,17 @@ extern const double gw_lat_bounds_s[GW_LAT_BUCKETS];
 typedef struct gw_route_count {
     char *route; /* route id or "" (no route) */
     int status;
+    /* a worker's requests table: the route's gw_route_lat (index + 1 in
+     * gw_wmetrics.lat), found once per entry; 0 not yet */
+    uint32_t lat;
     uint64_t count;
 } gw_route_count;
+
+/* One route's request latency histogram in a worker (metrics.c). */
+typedef struct gw_route_lat {
+    uint64_t buckets[GW_LAT_BUCKETS + 1]; /* last: +Inf */
+    uint64_t sum_us;
+} gw_route_lat;
 
 /* Request counts by (route, status): an array in first-seen order and an
  * open-addressing index over it, so counting costs one hash and a probe
@@ -220,6 +229,8 @@ typedef struct gw_count_table {
 typedef struct gw_wmetrics {
     uv_mutex_t lock;
     gw_count_table requests;
+    gw_route_lat *lat; /* by route: see gw_route_count.lat */
+    size_t nlat, cap_lat;
     uint64_t lat_buckets[GW_LAT_BUCKETS + 1]; /* last: +Inf */
     double lat_sum;
     uint64_t lat_count;

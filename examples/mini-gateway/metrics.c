@@ -53,9 +53,10 @@ static uint32_t *table_slot(gw_count_table *t, const char *route, uint64_t rh,
     }
 }
 
-/* Add n to (route, status); false when memory ran out (not counted). */
-static bool table_add_h(gw_count_table *t, const char *route, uint64_t rh,
-                        int status, uint64_t n) {
+/* The entry of (route, status), made (count 0) when missing: its index
+ * + 1; 0 when memory ran out. */
+static uint32_t table_at(gw_count_table *t, const char *route, uint64_t rh,
+                         int status) {
     if (t->nslots < 2 * (t->len + 1)) { /* grow the index */
         size_t ns = t->nslots ? t->nslots * 2 : 64;
         uint32_t *slots = calloc(ns, sizeof *slots);
@@ -69,24 +70,31 @@ static bool table_add_h(gw_count_table *t, const char *route, uint64_t rh,
                         t->counts[i].status) = (uint32_t)(i + 1);
     }
     uint32_t *s = table_slot(t, route, rh, status);
-    if (*s) {
-        t->counts[*s - 1].count += n;
-        return true;
-    }
+    if (*s)
+        return *s;
     if (t->len == t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 32;
         gw_route_count *c = realloc(t->counts, cap * sizeof *c);
         if (!c)
-            return false;
+            return 0;
         t->counts = c;
         t->cap = cap;
     }
     char *r = strdup(route);
     if (!r)
-        return false;
-    t->counts[t->len++] = (gw_route_count){r, status, n};
+        return 0;
+    t->counts[t->len++] = (gw_route_count){r, status, 0, 0};
     *s = (uint32_t)t->len;
-    return true;
+    return *s;
+}
+
+/* Add n to (route, status); false when memory ran out (not counted). */
+static bool table_add_h(gw_count_table *t, const char *route, uint64_t rh,
+                        int status, uint64_t n) {
+    uint32_t i = table_at(t, route, rh, status);
+    if (i)
+        t->counts[i - 1].count += n;
+    return i != 0;
 }
 
 static bool table_add(gw_count_table *t, const char *route, int status,
@@ -96,6 +104,7 @@ static bool table_add(gw_count_table *t, const char *route, int status,
 
 void gw_metrics_destroy(gw_wmetrics *m) {
     table_free(&m->requests);
+    free(m->lat);
     table_free(&m->policy);
     uv_mutex_destroy(&m->lock);
 }
@@ -112,11 +121,36 @@ void gw_metrics_policy(gw_wmetrics *m, const char *route, int kind) {
     uv_mutex_unlock(&m->lock);
 }
 
-/* The per-route latency histogram lives in the requests table too, under
- * statuses no response has: LAT_BUCKET - b for bucket b, LAT_SUM_US for
- * the sum in microseconds. */
+/* The per-route latency histogram: a worker keeps it in a gw_route_lat,
+ * which its (route, LAT_SUM_US) entry of the requests table names, and
+ * each (route, status) entry too once found, so that a request counts
+ * with one probe; the sum over workers (gw_metrics_text) keeps it in its
+ * table under statuses no response has: LAT_BUCKET - b for bucket b,
+ * LAT_SUM_US for the sum in microseconds. */
 #define LAT_BUCKET (-1)
 #define LAT_SUM_US (-100)
+
+/* The gw_route_lat of entry i's route (index + 1), made when missing; 0
+ * when memory ran out. */
+static uint32_t route_lat(gw_wmetrics *m, uint32_t i, uint64_t rh) {
+    gw_count_table *t = &m->requests;
+    uint32_t s = table_at(t, t->counts[i - 1].route, rh, LAT_SUM_US);
+    if (!s)
+        return 0;
+    if (!t->counts[s - 1].lat) {
+        if (m->nlat == m->cap_lat) {
+            size_t cap = m->cap_lat ? m->cap_lat * 2 : 16;
+            gw_route_lat *a = realloc(m->lat, cap * sizeof *a);
+            if (!a)
+                return 0;
+            m->lat = a;
+            m->cap_lat = cap;
+        }
+        m->lat[m->nlat++] = (gw_route_lat){{0}, 0};
+        t->counts[s - 1].lat = (uint32_t)m->nlat;
+    }
+    return t->counts[i - 1].lat = t->counts[s - 1].lat;
+}
 
 void gw_metrics_done(gw_wmetrics *m, const char *route, int status, double s,
                      double up_s) {
@@ -134,12 +168,18 @@ void gw_metrics_done(gw_wmetrics *m, const char *route, int status, double s,
         m->up_sum += up_s;
         m->up_count++;
     }
-    table_add_h(&m->requests, route, rh, status, 1);
     m->lat_buckets[b]++;
     m->lat_sum += s;
     m->lat_count++;
-    table_add_h(&m->requests, route, rh, LAT_BUCKET - (int)b, 1);
-    table_add_h(&m->requests, route, rh, LAT_SUM_US, (uint64_t)(s * 1e6 + 0.5));
+    uint32_t i = table_at(&m->requests, route, rh, status);
+    if (i) {
+        m->requests.counts[i - 1].count++;
+        uint32_t l = m->requests.counts[i - 1].lat;
+        if (l || (l = route_lat(m, i, rh)) != 0) {
+            m->lat[l - 1].buckets[b]++;
+            m->lat[l - 1].sum_us += (uint64_t)(s * 1e6 + 0.5);
+        }
+    }
     uv_mutex_unlock(&m->lock);
 }
 
@@ -339,7 +379,15 @@ void gw_metrics_text(gw_buf *out) {
         rcalls += atomic_load(&m->redis_calls);
         for (size_t i = 0; i < m->requests.len; i++) {
             const gw_route_count *e = &m->requests.counts[i];
-            table_add(&all, e->route, e->status, e->count);
+            if (e->status != LAT_SUM_US) {
+                table_add(&all, e->route, e->status, e->count);
+                continue;
+            }
+            const gw_route_lat *l = e->lat ? &m->lat[e->lat - 1] : NULL;
+            table_add(&all, e->route, LAT_SUM_US, l ? l->sum_us : 0);
+            for (int b = 0; l && b <= GW_LAT_BUCKETS; b++)
+                if (l->buckets[b])
+                    table_add(&all, e->route, LAT_BUCKET - b, l->buckets[b]);
         }
         for (size_t b = 0; b <= GW_LAT_BUCKETS; b++)
             buckets[b] += m->lat_buckets[b];

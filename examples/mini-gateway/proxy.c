@@ -228,13 +228,10 @@ static gw_request *request_get(void) {
         return calloc(1, sizeof *q);
     req_free = (gw_request *)q->c;
     req_nfree--;
-    gw_buf head = q->head, rh = q->rh, xh = q->xhdrs, pre = q->pre;
     memset(q, 0, GW_REQ_ZEROED);
     q->host[0] = q->instance[0] = '\0';
-    q->head = (gw_buf){head.p, 0, head.cap, false};
-    q->rh = (gw_buf){rh.p, 0, rh.cap, false};
-    q->xhdrs = (gw_buf){xh.p, 0, xh.cap, false};
-    q->pre = (gw_buf){pre.p, 0, pre.cap, false};
+    q->head.len = q->rh.len = q->xhdrs.len = q->pre.len = 0;
+    q->head.failed = q->rh.failed = q->xhdrs.failed = q->pre.failed = false;
     return q;
 }
 

@@ -90,10 +90,9 @@ struct gw_request {
     const sy_route *hf_route;
     unsigned hf;
     /* the current attempt */
-    gw_buf head;   /* upstream request head */
+    /* head (the upstream request head), tried: at the end (not zeroed) */
     uint16_t port; /* host and instance: at the end (not zeroed) */
     bool lb;
-    char *tried[GW_MAX_TRIES];
     size_t ntried;
     int attempts;
     uint64_t connect_ms, response_ms;
@@ -108,9 +107,13 @@ struct gw_request {
     /* response */
     int status;
     bool resp_started, resp_chunked, resp_close, resp_done, resp_no_body;
-    gw_buf rh; /* response header names and values, NUL separated */
-    size_t rn; /* headers in rname/rval (at the end: see GW_REQ_ZEROED) */
-    int rlast;
+    /* the response head's headers: slices in rhs, or, once a read ended
+     * inside the head (rcopy), copied into rh, NUL separated, at
+     * rname/rval (upstream.c r_spill) */
+    /* rh: at the end (not zeroed) */
+    size_t rn; /* headers so far (rhs, rname/rval: see GW_REQ_ZEROED) */
+    int rlast; /* 0 none, 1 a name, 2 a value last */
+    bool rcopy;
     bool keep_alive; /* to the client after this request */
     bool finished;
     bool fresh;    /* do not take a pooled connection */
@@ -125,11 +128,7 @@ struct gw_request {
     const char *client_route_id;
     gw_route_data *client_rd;
     /* policies (policy.c) */
-    gw_buf xhdrs;   /* response headers from the gateway (CORS,
-                       X-RateLimit-*), "Name: v\r\n", until copied as edits */
-    gw_buf pre;     /* xhdrs kept as the only edits, "Name: v\r\n"
-                       lines (gw_request_copy_response_ops; kept with
-                       the block), "Name\0 v\0\n" once pre_split */
+    /* xhdrs, pre: at the end (not zeroed) */
     bool pre_split; /* pre split for a header list (apply_ops) */
     /* the names' gw_name_bits of the first xknown bytes of xhdrs (of
      * pre_known of pre), all different (gw_xhdrs_noted) */
@@ -151,17 +150,30 @@ struct gw_request {
     int redo;         /* after a response head: what policy does instead */
     int redo_status;
     uint32_t redo_delay;
-    /* for the access log (access_log.c) */
-    gw_trace trace;
+    /* for the access log (access_log.c); trace: at the end (not zeroed) */
     uint64_t bytes_out;             /* response bytes queued for the client */
     bool rate_limited;              /* a rate limiter refused it (policy.c) */
     struct gw_cache_cap *cache_cap; /* the answer LocalResponseCache keeps */
     /* Not zeroed when a request starts (proxy.c reuses request blocks):
-     * an entry is written before it is read (r_field, r_value); host and
+     * an entry is written before it is read (r_field, r_value, r_spill,
+     * r_headers_complete); host and
      * instance start "" (request_get) and are written whole, NUL-ended
      * (gw_copy_str), before more of them is read; sreq, client_req and
      * health as said at each. */
     size_t rname[GW_MAX_HEADERS], rval[GW_MAX_HEADERS];
+    sy_header rhs[GW_MAX_HEADERS];
+    char *tried[GW_MAX_TRIES]; /* ntried of them */
+    /* the buffers keep their memory from request to request (request_get
+     * empties them) */
+    gw_buf head;  /* upstream request head */
+    gw_buf rh;    /* see rn */
+    gw_buf xhdrs; /* response headers from the gateway (CORS,
+                     X-RateLimit-*), "Name: v\r\n", until copied as edits */
+    gw_buf pre;   /* xhdrs kept as the only edits, "Name: v\r\n"
+                     lines (gw_request_copy_response_ops; kept with
+                     the block), "Name\0 v\0\n" once pre_split */
+    /* for the access log: gw_trace_begin writes it whole (request_begin) */
+    gw_trace trace;
     char host[256];
     char instance[128];
     /* the request (request_begin sets it whole) */

@@ -38,6 +38,7 @@ static void enqueue(gw_upconn *u, gw_request *q) {
     q->rh.len = 0;
     q->rn = 0;
     q->rlast = 0;
+    q->rcopy = false;
 }
 
 /* Take the first request off u (NULL when its client went away). */
@@ -543,13 +544,45 @@ static int r_begin(http_parser *p) {
     q->rh.len = 0;
     q->rn = 0;
     q->rlast = 0;
+    q->rcopy = false;
     return 0;
+}
+
+/* The response head's headers are slices of the read buffer (q->rhs)
+ * while one execute call reads them; up_read copies them into q->rh when
+ * a call ends inside the head (the next read overwrites the buffer), and
+ * from then on they are appended there, NUL separated, at q->rname and
+ * q->rval (as a name or value that goes on in the next read). */
+static void r_spill(gw_request *q) {
+    q->rh.len = 0;
+    for (size_t i = 0; i < q->rn; i++) {
+        if (i)
+            gw_buf_add(&q->rh, "", 1);
+        q->rname[i] = q->rh.len;
+        gw_buf_add(&q->rh, q->rhs[i].name.ptr, q->rhs[i].name.len);
+        if (i + 1 < q->rn || q->rlast == 2) {
+            gw_buf_add(&q->rh, "", 1);
+            q->rval[i] = q->rh.len;
+            gw_buf_add(&q->rh, q->rhs[i].value.ptr, q->rhs[i].value.len);
+        }
+    }
+    q->rcopy = true;
 }
 
 static int r_field(http_parser *p, const char *at, size_t len) {
     gw_request *q = ((gw_upconn *)p->data)->req;
     if (!q)
         return 0;
+    if (!q->rcopy) {
+        if (q->rlast != 1) {
+            if (q->rn == GW_MAX_HEADERS)
+                return 1;
+            q->rhs[q->rn++] = (sy_header){{at, len}, {"", 0}};
+            q->rlast = 1;
+            return 0;
+        }
+        r_spill(q); /* a name in two parts */
+    }
     if (q->rlast != 1) {
         if (q->rn == GW_MAX_HEADERS)
             return 1;
@@ -566,6 +599,14 @@ static int r_value(http_parser *p, const char *at, size_t len) {
     gw_request *q = ((gw_upconn *)p->data)->req;
     if (!q)
         return 0;
+    if (!q->rcopy) {
+        if (q->rlast != 2) {
+            q->rhs[q->rn - 1].value = (sy_str){at, len};
+            q->rlast = 2;
+            return 0;
+        }
+        r_spill(q); /* a value in two parts */
+    }
     if (q->rlast != 2) {
         gw_buf_add(&q->rh, "", 1);
         q->rval[q->rn - 1] = q->rh.len;
@@ -575,12 +616,14 @@ static int r_value(http_parser *p, const char *at, size_t len) {
     return q->rh.len > 256 * 1024 || q->rh.failed;
 }
 
-/* A response header list: names and values borrowed from the response
- * buffer (q->rh) or from the request's response edits, which outlive it;
- * a value made here (RewriteResponseHeader) is owned. */
+/* A response header list: names and values (with their lengths: not
+ * NUL-ended) borrowed from the response head (q->rhs) or from the
+ * request's response edits, which outlive it; a value made here
+ * (RewriteResponseHeader) is owned. */
 typedef struct hv {
     const char *n, *v;
     char *owned; /* v when it was made here, else NULL */
+    uint32_t nl, vl;
 } hv;
 
 typedef struct hlist {
@@ -589,7 +632,8 @@ typedef struct hlist {
     hv local[32]; /* no allocation for the usual response */
 } hlist;
 
-static void hl_add(hlist *l, const char *n, const char *v) {
+static void hl_addn(hlist *l, const char *n, size_t nl, const char *v,
+                    size_t vl) {
     if (l->n == l->cap) {
         size_t cap = l->cap * 2;
         hv *a = l->a == l->local ? malloc(cap * sizeof *a)
@@ -601,7 +645,16 @@ static void hl_add(hlist *l, const char *n, const char *v) {
         l->a = a;
         l->cap = cap;
     }
-    l->a[l->n++] = (hv){n, v, NULL};
+    l->a[l->n++] = (hv){n, v, NULL, (uint32_t)nl, (uint32_t)vl};
+}
+
+static void hl_add(hlist *l, const char *n, const char *v) {
+    hl_addn(l, n, strlen(n), v, strlen(v));
+}
+
+/* h's name is `name` (NUL-ended), ASCII case aside */
+static bool hv_is(const hv *h, const char *name) {
+    return strncasecmp(h->n, name, h->nl) == 0 && name[h->nl] == '\0';
 }
 
 static void hl_del(hlist *l, size_t i) {
@@ -612,21 +665,21 @@ static void hl_del(hlist *l, size_t i) {
 
 static void hl_remove(hlist *l, const char *name) {
     for (size_t i = l->n; i-- > 0;)
-        if (strcasecmp(l->a[i].n, name) == 0)
+        if (hv_is(&l->a[i], name))
             hl_del(l, i);
 }
 
 /* Remove the values of name after position `at`. */
 static void hl_remove_after(hlist *l, const char *name, size_t at) {
     for (size_t i = l->n; i-- > at + 1;)
-        if (strcasecmp(l->a[i].n, name) == 0)
+        if (hv_is(&l->a[i], name))
             hl_del(l, i);
 }
 
 static bool hl_has(const hlist *l, const char *name) {
     int c = name[0] | 0x20; /* first letters that differ: no call */
     for (size_t i = 0; i < l->n; i++)
-        if ((l->a[i].n[0] | 0x20) == c && strcasecmp(l->a[i].n, name) == 0)
+        if ((l->a[i].n[0] | 0x20) == c && hv_is(&l->a[i], name))
             return true;
     return false;
 }
@@ -641,7 +694,7 @@ static void hl_free(hlist *l) {
 static void dedupe(hlist *l, const char *name, const char *strategy) {
     size_t first = SIZE_MAX, last = SIZE_MAX;
     for (size_t i = 0; i < l->n; i++)
-        if (strcasecmp(l->a[i].n, name) == 0) {
+        if (hv_is(&l->a[i], name)) {
             if (first == SIZE_MAX)
                 first = i;
             last = i;
@@ -650,22 +703,22 @@ static void dedupe(hlist *l, const char *name, const char *strategy) {
         return;
     if (strcasecmp(strategy, "RETAIN_LAST") == 0) {
         for (size_t i = last; i-- > 0;)
-            if (strcasecmp(l->a[i].n, name) == 0)
+            if (hv_is(&l->a[i], name))
                 hl_del(l, i);
     } else if (strcasecmp(strategy, "RETAIN_UNIQUE") == 0) {
         for (size_t i = l->n; i-- > 0;) {
-            if (strcasecmp(l->a[i].n, name) != 0)
+            if (!hv_is(&l->a[i], name))
                 continue;
             for (size_t j = 0; j < i; j++)
-                if (strcasecmp(l->a[j].n, name) == 0 &&
-                    strcmp(l->a[j].v, l->a[i].v) == 0) {
+                if (hv_is(&l->a[j], name) && l->a[j].vl == l->a[i].vl &&
+                    memcmp(l->a[j].v, l->a[i].v, l->a[i].vl) == 0) {
                     hl_del(l, i);
                     break;
                 }
         }
     } else { /* RETAIN_FIRST (default) */
         for (size_t i = l->n; i-- > first + 1;)
-            if (strcasecmp(l->a[i].n, name) == 0)
+            if (hv_is(&l->a[i], name))
                 hl_del(l, i);
     }
 }
@@ -680,19 +733,20 @@ static void rewrite(hlist *l, const char *name, const char *regexp,
         return;
     pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
     for (size_t i = 0; md && i < l->n; i++) {
-        if (strcasecmp(l->a[i].n, name) != 0)
+        if (!hv_is(&l->a[i], name))
             continue;
         char out[4096];
         PCRE2_SIZE olen = sizeof out;
-        int rc = pcre2_substitute(
-            re, (PCRE2_SPTR)l->a[i].v, PCRE2_ZERO_TERMINATED, 0,
-            PCRE2_SUBSTITUTE_GLOBAL, md, NULL, (PCRE2_SPTR)repl,
-            PCRE2_ZERO_TERMINATED, (PCRE2_UCHAR *)out, &olen);
+        int rc = pcre2_substitute(re, (PCRE2_SPTR)l->a[i].v, l->a[i].vl, 0,
+                                  PCRE2_SUBSTITUTE_GLOBAL, md, NULL,
+                                  (PCRE2_SPTR)repl, PCRE2_ZERO_TERMINATED,
+                                  (PCRE2_UCHAR *)out, &olen);
         if (rc >= 0) {
             char *v = strndup(out, olen);
             if (v) {
                 free(l->a[i].owned);
                 l->a[i].v = l->a[i].owned = v;
+                l->a[i].vl = (uint32_t)olen;
             }
         }
     }
@@ -711,7 +765,7 @@ static void rewrite_location(hlist *l, const gw_resp_op *op,
                              const gw_request *q) {
     size_t at = SIZE_MAX;
     for (size_t i = 0; i < l->n && at == SIZE_MAX; i++)
-        if (strcasecmp(l->a[i].n, op->name) == 0)
+        if (hv_is(&l->a[i], op->name))
             at = i;
     if (at == SIZE_MAX)
         return;
@@ -737,7 +791,8 @@ static void rewrite_location(hlist *l, const gw_resp_op *op,
     pcre2_match_data *md =
         code ? pcre2_match_data_create_from_pattern(code, NULL) : NULL;
     const char *v = l->a[at].v;
-    if (md && pcre2_match(code, (PCRE2_SPTR)v, strlen(v), 0, 0, md, NULL) > 0) {
+    size_t vl = l->a[at].vl;
+    if (md && pcre2_match(code, (PCRE2_SPTR)v, vl, 0, 0, md, NULL) > 0) {
         PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
         int g = pcre2_substring_number_from_name(code, (PCRE2_SPTR) "gwhost");
         ov += 2 * (g > 0 ? g : 0);
@@ -746,12 +801,12 @@ static void rewrite_location(hlist *l, const gw_resp_op *op,
         gw_buf out = {0};
         gw_buf_add(&out, v, ov[0]);
         gw_buf_add(&out, host ? host : q->sreq.host.ptr, hlen);
-        gw_buf_adds(&out, v + ov[1]);
+        gw_buf_add(&out, v + ov[1], vl - ov[1]);
         char *fixed = out.p;
-        const char *name = l->a[at].n;
-        hl_remove_after(l, name, at);
+        hl_remove_after(l, op->name, at);
         free(l->a[at].owned);
         l->a[at].v = l->a[at].owned = fixed;
+        l->a[at].vl = (uint32_t)out.len;
     }
     pcre2_match_data_free(md);
     pcre2_code_free(code);
@@ -802,9 +857,9 @@ static void hl_init(hlist *l) {
 
 static void hl_text(const hlist *l, gw_buf *out) {
     for (size_t i = 0; i < l->n; i++) {
-        gw_buf_adds(out, l->a[i].n);
+        gw_buf_add(out, l->a[i].n, l->a[i].nl);
         gw_buf_add(out, ": ", 2);
-        gw_buf_adds(out, l->a[i].v);
+        gw_buf_add(out, l->a[i].v, l->a[i].vl);
         gw_buf_add(out, "\r\n", 2);
     }
 }
@@ -831,7 +886,7 @@ static bool resp_hop(const char *n, size_t len) {
                {"content-length", 14}};
     /* most names differ in length from all */
     for (size_t i = 0; i < sizeof hop / sizeof *hop; i++)
-        if (len == hop[i].len && strcasecmp(n, hop[i].s) == 0)
+        if (len == hop[i].len && strncasecmp(n, hop[i].s, len) == 0)
             return true;
     return false;
 }
@@ -861,8 +916,11 @@ static int r_headers_complete(http_parser *p) {
     gw_upconn *u = p->data;
     gw_request *q = u->req;
     int st = p->status_code;
-    if (st >= 100 && st < 200)
-        return 0; /* interim: the final response follows */
+    if (st >= 100 && st < 200) { /* interim: the final response follows */
+        if (q)
+            q->rlast = 0; /* its headers: nothing to keep (up_read) */
+        return 0;
+    }
     gw_deadline_clear(&u->timer);
     if (!q) /* its client went away: dropped (a HEAD's has no body) */
         return u->phead[u->pfirst] ? 1 : 0;
@@ -880,22 +938,34 @@ static int r_headers_complete(http_parser *p) {
         /* a retry or the fallback: nothing of this answer goes out;
          * up_read closes the connection and hands over (gw_policy_redo) */
         http_parser_pause(p, 1);
+        q->rlast = 0;
         return 0;
     }
-    if (q->rlast == 1) {
+    if (q->rcopy) { /* the head came in more than one read */
+        if (q->rlast == 1) {
+            gw_buf_add(&q->rh, "", 1);
+            q->rval[q->rn - 1] = q->rh.len;
+        }
         gw_buf_add(&q->rh, "", 1);
-        q->rval[q->rn - 1] = q->rh.len;
+        if (q->rh.failed)
+            return -1;
+        for (size_t i = 0; i < q->rn; i++) {
+            size_t vend = i + 1 < q->rn ? q->rname[i + 1] : q->rh.len;
+            q->rhs[i].name =
+                (sy_str){q->rh.p + q->rname[i], q->rval[i] - q->rname[i] - 1};
+            q->rhs[i].value =
+                (sy_str){q->rh.p + q->rval[i], vend - 1 - q->rval[i]};
+        }
     }
-    gw_buf_add(&q->rh, "", 1);
+    q->rlast = 0; /* nothing for up_read to copy */
     hlist l;
     hl_init(&l);
     uint64_t names = 0; /* gw_name_bit of each header in l */
     for (size_t i = 0; i < q->rn; i++) {
-        const char *n = q->rh.p + q->rname[i];
-        size_t len = q->rval[i] - q->rname[i] - 1; /* the name's NUL */
-        if (!resp_hop(n, len)) {
-            hl_add(&l, n, q->rh.p + q->rval[i]);
-            names |= gw_name_bit(n, len);
+        sy_str n = q->rhs[i].name, v = q->rhs[i].value;
+        if (!resp_hop(n.ptr, n.len)) {
+            hl_addn(&l, n.ptr, n.len, v.ptr, v.len);
+            names |= gw_name_bit(n.ptr, n.len);
         }
     }
     /* lines kept as all the edits (the usual limited, CORS or
@@ -907,20 +977,25 @@ static int r_headers_complete(http_parser *p) {
         apply_ops(q, &l, true);
     q->status = q->status_override ? q->status_override : st;
     char ccbuf[512];
-    if (q->cache_cap) { /* LocalResponseCache (cache.c) */
-        const char *cc = NULL;
+    if (q->cache_cap) {    /* LocalResponseCache (cache.c) */
+        gw_buf ccv = {0};  /* the first Cache-Control, NUL-ended */
         gw_buf vary = {0}; /* every Vary line, joined */
+        bool has_cc = false;
         for (size_t i = 0; i < l.n; i++) {
-            if (!cc && strcasecmp(l.a[i].n, "cache-control") == 0)
-                cc = l.a[i].v;
-            if (strcasecmp(l.a[i].n, "vary") == 0) {
+            if (!has_cc && hv_is(&l.a[i], "cache-control")) {
+                has_cc = true;
+                gw_buf_add(&ccv, l.a[i].v, l.a[i].vl);
+            }
+            if (hv_is(&l.a[i], "vary")) {
                 gw_buf_adds(&vary, vary.len ? "," : "");
-                gw_buf_adds(&vary, l.a[i].v);
+                gw_buf_add(&vary, l.a[i].v, l.a[i].vl);
             }
         }
         gw_buf_add(&vary, "", 1);
-        cc = gw_cache_head(q, q->status, cc, vary.failed ? "*" : vary.p, ccbuf,
-                           sizeof ccbuf);
+        gw_buf_add(&ccv, "", 1);
+        const char *cc = gw_cache_head(
+            q, q->status, has_cc ? (ccv.failed ? "no-store" : ccv.p) : NULL,
+            vary.failed ? "*" : vary.p, ccbuf, sizeof ccbuf);
         gw_buf_free(&vary);
         if (cc) { /* to be kept: sent with the route's max-age */
             hl_remove(&l, "cache-control");
@@ -930,6 +1005,7 @@ static int r_headers_complete(http_parser *p) {
             gw_buf_free(&kept);
             hl_add(&l, "Cache-Control", cc);
         }
+        gw_buf_free(&ccv);
     }
     q->resp_no_body = q->head_req || st == 204 || st == 304;
     bool has_cl = (p->flags & F_CONTENTLENGTH) != 0;
@@ -1105,6 +1181,8 @@ static void up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
         /* http_parser_execute, a common head and its body read faster */
         off += gw_fast_execute_response(&u->p, &up_settings, &u->fast,
                                         data ? data + off : NULL, len - off);
+        if (u->req && u->req->rlast && !u->req->rcopy)
+            r_spill(u->req); /* a head goes on in the next read */
         enum http_errno e = HTTP_PARSER_ERRNO(&u->p);
         bool more = false;
         if (q && q->redo) { /* policy takes over (r_headers_complete) */

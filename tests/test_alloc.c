@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 /* Blocks below and above SY_MAP_MIN, moved across it by realloc both
  * ways, keep their bytes; a large calloc is zero; a freed large block
@@ -408,6 +409,126 @@ START_TEST(arena_serves_threads_freeing_each_others_blocks) {
 }
 END_TEST
 
+/* The VmFlags of the mapping that holds p (/proc/self/smaps) hold "hg"
+ * (MADV_HUGEPAGE); -1 when no mapping holds p. */
+static int smaps_hugepage(const void *p) {
+    FILE *f = fopen("/proc/self/smaps", "r");
+    ck_assert_ptr_nonnull(f);
+    char line[512];
+    int in = 0, found = -1;
+    uintptr_t u = (uintptr_t)p;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx", &lo, &hi) == 2) { /* a mapping's head */
+            in = u >= lo && u < hi;
+            continue;
+        }
+        if (in && strncmp(line, "VmFlags:", 8) == 0) {
+            found = strstr(line, " hg") != NULL;
+            in = 0;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+/* The one-shot index's arrays (sy__alloc_huge): a block over 2 MiB from
+ * a 2 MiB boundary, advised into huge pages (the kernel's own flag agrees
+ * with the allocator's), zero, its bytes kept by a shrink; a freed one
+ * never kept for reuse, even once shrunk to a keepable size. */
+START_TEST(huge_blocks_are_advised_aligned_and_never_kept) {
+    sy__alloc a;
+    sy__alloc_init(&a, NULL);
+    size_t n = ((size_t)5 << 20) + 4321;
+    unsigned char *p = sy__alloc_huge(&a, n, true);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_uint_eq((uintptr_t)p & (((size_t)2 << 20) - 1), 0);
+    ck_assert_uint_eq(sy__alloc_mapped_len(p), (n + 4095) & ~(size_t)4095);
+    /* where the kernel has transparent huge pages the advice holds */
+    bool thp = access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK) == 0;
+    ck_assert_int_eq(sy__alloc_huge_advised(p), thp);
+    ck_assert_int_eq(smaps_hugepage(p), thp);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_uint_eq(p[i], 0);
+    for (size_t i = 0; i < n; i++)
+        p[i] = pat(i);
+    p = sy__realloc(&a, p, (size_t)1 << 20); /* to a keepable size */
+    ck_assert_ptr_nonnull(p);
+    ck_assert_int_eq(sy__alloc_huge_advised(p), thp);
+    for (size_t i = 0; i < ((size_t)1 << 20); i++)
+        ck_assert_uint_eq(p[i], pat(i));
+    sy__free(&a, p);
+    ck_assert_int_eq(smaps_hugepage(p), -1); /* unmapped, not kept */
+    /* a block of 2 MiB or less is an ordinary one */
+    unsigned char *q = sy__alloc_huge(&a, (size_t)1 << 20, true);
+    ck_assert_ptr_nonnull(q);
+    ck_assert(!sy__alloc_huge_advised(q));
+    for (size_t i = 0; i < ((size_t)1 << 20); i++)
+        ck_assert_uint_eq(q[i], 0);
+    sy__free(&a, q);
+}
+END_TEST
+
+/* A refused advice (a kernel without transparent huge pages) leaves a
+ * block in small pages that works as any other: zero, written, freed out
+ * of the process. */
+START_TEST(huge_block_falls_back_when_the_advice_fails) {
+    sy__alloc a;
+    sy__alloc_init(&a, NULL);
+    sy__alloc_huge_test_fail(true);
+    size_t n = (size_t)3 << 20;
+    unsigned char *p = sy__alloc_huge(&a, n, true);
+    sy__alloc_huge_test_fail(false);
+    ck_assert_ptr_nonnull(p);
+    ck_assert(!sy__alloc_huge_advised(p));
+    ck_assert_int_eq(smaps_hugepage(p), 0);
+    ck_assert_uint_eq(sy__alloc_mapped_len(p), n);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_uint_eq(p[i], 0);
+    for (size_t i = 0; i < n; i++)
+        p[i] = pat(i);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_uint_eq(p[i], pat(i));
+    sy__free(&a, p);
+    ck_assert_int_eq(smaps_hugepage(p), -1);
+}
+END_TEST
+
+static size_t user_mallocs;
+static void *user_malloc(void *d, size_t n) {
+    (void)d;
+    user_mallocs++;
+    void *p = malloc(n);
+    if (p)
+        memset(p, 0xab, n); /* so that a missed clear shows */
+    return p;
+}
+static void *user_realloc(void *d, void *p, size_t n) {
+    (void)d;
+    return realloc(p, n);
+}
+static void user_free(void *d, void *p) {
+    (void)d;
+    free(p);
+}
+
+/* A host's own allocator gives every block, huge ones too, zeroed when
+ * asked; none is advised. */
+START_TEST(huge_block_of_a_hosts_allocator_is_its_own) {
+    sy_allocator user = {user_malloc, user_realloc, user_free, NULL};
+    sy__alloc a;
+    sy__alloc_init(&a, &user);
+    size_t n = (size_t)3 << 20, before = user_mallocs;
+    unsigned char *p = sy__alloc_huge(&a, n, true);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_uint_eq(user_mallocs, before + 1);
+    ck_assert(!sy__alloc_huge_advised(p));
+    for (size_t i = 0; i < n; i++)
+        ck_assert_uint_eq(p[i], 0);
+    sy__free(&a, p);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("alloc");
     TCase *tc = tcase_create("alloc");
@@ -430,6 +551,9 @@ int main(void) {
     ARENA_TEST(arena_realloc_moves_between_classes_and_mappings);
     ARENA_TEST(router_blocks_are_out_of_libcs_heap);
     tcase_add_test(tc, arena_serves_threads_freeing_each_others_blocks);
+    ARENA_TEST(huge_blocks_are_advised_aligned_and_never_kept);
+    ARENA_TEST(huge_block_falls_back_when_the_advice_fails);
+    tcase_add_test(tc, huge_block_of_a_hosts_allocator_is_its_own);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

@@ -62,6 +62,13 @@ static struct {
     size_t n, bytes;
 } map_kept;
 
+/* A mapping's table value is its length, with this bit set for a block
+ * advised into huge pages (sy__alloc_huge): such a block is never kept for
+ * reuse, so that no later block grows into fresh huge pages. */
+#define HUGE_BIT ((size_t)1)
+#define HUGE_LEN ((size_t)2 << 20)
+static bool huge_advice_fails; /* tests: sy__alloc_huge_test_fail */
+
 static size_t pages_of(size_t n) {
     long ps = sysconf(_SC_PAGESIZE);
     size_t page = ps > 0 ? (size_t)ps : 4096;
@@ -76,7 +83,7 @@ static size_t mapped_len(const void *p) {
         return 0;
     sy__alloc_lock();
     const sy__addr_entry *e = sy__addr_tab_find(&maps, u);
-    size_t len = e ? e->val : 0;
+    size_t len = e ? e->val & ~HUGE_BIT : 0;
     sy__alloc_unlock();
     return len;
 }
@@ -144,7 +151,7 @@ static void *map_new(size_t n, bool zero) {
 static void map_drop(void *p, size_t len) {
     sy__alloc_lock();
     sy__addr_entry *e = sy__addr_tab_find(&maps, (uintptr_t)p);
-    if (e && len <= SY_MAP_KEEP_MAX) {
+    if (e && len <= SY_MAP_KEEP_MAX && !(e->val & HUGE_BIT)) {
         /* the oldest kept blocks make room (slot 0 is the oldest) */
         while (map_kept.n && (map_kept.n == SY_MAP_KEEP_N ||
                               map_kept.bytes + len > SY_MAP_KEEP_BYTES)) {
@@ -234,11 +241,12 @@ static void *map_realloc(void *d, void *p, size_t n) {
     void *q = room ? mremap(p, len, want, MREMAP_MAYMOVE) : MAP_FAILED;
     if (q != MAP_FAILED) {
         sy__addr_entry *e = sy__addr_tab_find(&maps, (uintptr_t)p);
+        size_t huge = e->val & HUGE_BIT;
         if (q == p) {
-            e->val = want;
+            e->val = want | huge;
         } else {
             sy__addr_tab_delete(e);
-            sy__addr_tab_put(&maps, (uintptr_t)q, want); /* room made above */
+            sy__addr_tab_put(&maps, (uintptr_t)q, want | huge); /* room above */
         }
     }
     sy__alloc_unlock();
@@ -260,6 +268,37 @@ static void *map_calloc(size_t n) {
             return memset(p, 0, n);
     }
     return calloc(1, n ? n : 1);
+}
+
+/* n bytes (over HUGE_LEN) mapped from a 2 MiB boundary and advised into
+ * transparent huge pages; NULL when no mapping could be had. A failed
+ * advice leaves a block in small pages, as good as map_new's. */
+static void *map_huge(size_t n) {
+    size_t len = pages_of(n);
+    if (len < n || len > SIZE_MAX - HUGE_LEN)
+        return NULL;
+    char *m = mmap(NULL, len + HUGE_LEN, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+    uintptr_t u = (uintptr_t)m, p = (u + HUGE_LEN - 1) & ~(HUGE_LEN - 1);
+    if (p > u)
+        munmap(m, p - u);
+    if (u + HUGE_LEN > p)
+        munmap((void *)(p + len), u + HUGE_LEN - p);
+    bool huge =
+        !huge_advice_fails && madvise((void *)p, len, MADV_HUGEPAGE) == 0;
+    sy__alloc_lock();
+    bool ok = sy__addr_tab_room(&maps, 1);
+    if (ok)
+        sy__addr_tab_put(&maps, p, len | (huge ? HUGE_BIT : 0));
+    sy__alloc_unlock();
+    atomic_store_explicit(&map_any, true, memory_order_release);
+    if (!ok) {
+        munmap((void *)p, len);
+        return NULL;
+    }
+    return (void *)p;
 }
 
 #else /* libc's, as they are */
@@ -309,6 +348,47 @@ bool sy__alloc_maps_large(void) {
 #ifdef SY_MAP_ON
     return true;
 #else
+    return false;
+#endif
+}
+
+void *sy__alloc_huge(const sy__alloc *a, size_t n, bool zero) {
+#ifdef SY_MAP_ON
+    if (a->malloc == map_malloc && n > HUGE_LEN) {
+        void *p = map_huge(n);
+        if (p)
+            return p; /* zero already */
+    }
+    if (a->malloc == map_malloc)
+        return zero ? map_calloc(n) : map_malloc(NULL, n);
+#endif
+    void *p = a->malloc(a->data, n ? n : 1);
+    if (p && zero)
+        memset(p, 0, n);
+    return p;
+}
+
+void sy__alloc_huge_test_fail(bool fail) {
+#ifdef SY_MAP_ON
+    huge_advice_fails = fail;
+#else
+    SY_UNUSED(fail);
+#endif
+}
+
+bool sy__alloc_huge_advised(const void *p) {
+#ifdef SY_MAP_ON
+    uintptr_t u = (uintptr_t)p;
+    if (!p || (u & 4095u) ||
+        !atomic_load_explicit(&map_any, memory_order_acquire))
+        return false;
+    sy__alloc_lock();
+    const sy__addr_entry *e = sy__addr_tab_find(&maps, u);
+    bool huge = e && (e->val & HUGE_BIT);
+    sy__alloc_unlock();
+    return huge;
+#else
+    SY_UNUSED(p);
     return false;
 #endif
 }

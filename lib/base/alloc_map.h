@@ -43,5 +43,19 @@ bool sy__alloc_maps_large(void);
  * frees a large block a share at a time (shrinking it with realloc) can
  * learn its size. */
 size_t sy__alloc_mapped_len(const void *p);
+/* n bytes (zeroed when asked) for a large array that lives long and is
+ * read at random: an index built in one go (a lookup's TLB misses at
+ * 1,000,000 routes, docs/performance.md). From the default allocator, a
+ * block over 2 MiB is mapped from a 2 MiB boundary and advised
+ * MADV_HUGEPAGE (transparent huge pages where the system's mode is
+ * madvise or always), zero already; a failed advice leaves it in small
+ * pages. Any other block as sy__malloc would give it. Freed by sy__free;
+ * a huge block is never kept for reuse (alloc_map.c). */
+void *sy__alloc_huge(const sy__alloc *a, size_t n, bool zero);
+/* True when p is a block of sy__alloc_huge that was advised. */
+bool sy__alloc_huge_advised(const void *p);
+/* Tests: the advice fails from now on (fail) or not, as on a kernel
+ * without transparent huge pages. */
+void sy__alloc_huge_test_fail(bool fail);
 
 #endif

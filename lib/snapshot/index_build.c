@@ -79,7 +79,9 @@ static bool flatten(oneshot *o) {
     }
     for (size_t i = 0; i < nlists; i++)
         start[i + 1] += start[i];
-    ix->cands = sy__malloc(b->a, (kept ? kept : 1) * sizeof *ix->cands);
+    /* in huge pages, as the node array (index_layout.c) */
+    ix->cands =
+        sy__alloc_huge(b->a, (kept ? kept : 1) * sizeof *ix->cands, false);
     ix->cslots = sy__malloc(b->a, (kept ? kept : 1) * sizeof *ix->cslots);
     uint32_t *fill = tmp_get(o, nlists * sizeof *fill, false);
     if (!ix->cands || !ix->cslots || !fill) {

@@ -576,8 +576,10 @@ static inline bool host_alloc(const sy__alloc *a, size_t count, size_t bytes,
     if (groups > UINT32_MAX || bytes > UINT32_MAX)
         return true; /* no table: every host is walked */
     size_t size = host_table_bytes((uint32_t)(groups - 1));
-    *mem = zero ? sy__calloc(a, 1, size) : sy__malloc(a, size);
-    *keys = sy__malloc(a, bytes ? bytes : 1);
+    /* zero: the one-shot build's, in huge pages (index_layout.c) */
+    *mem = zero ? sy__alloc_huge(a, size, true) : sy__malloc(a, size);
+    *keys = zero ? sy__alloc_huge(a, bytes ? bytes : 1, false)
+                 : sy__malloc(a, bytes ? bytes : 1);
     if (!*mem || !*keys) {
         sy__free(a, *mem);
         sy__free(a, *keys);

@@ -73,7 +73,11 @@ bool sy__ix_layout_alloc(const sy__alloc *a, layout *L, bool zero) {
     L->clist = spare_get(a, &L->room, nk * sizeof *L->clist, false);
     L->order = spare_get(a, &L->room, n * 3 * sizeof *L->order, false);
     L->stack = spare_get(a, &L->room, n * sizeof *L->stack, false);
-    L->mem = sy__malloc(a, n * sizeof *L->xn + 64);
+    /* zero: the one-shot build, whose node array and child table are in
+     * huge pages (sy__alloc_huge); the stepwise build's pages are faulted
+     * a share at a time, so no 2 MiB fault lands in a publish */
+    L->mem = zero ? sy__alloc_huge(a, n * sizeof *L->xn + 64, false)
+                  : sy__malloc(a, n * sizeof *L->xn + 64);
     if (L->long_bytes)
         L->strings = sy__malloc(a, L->long_bytes);
     if (L->nside)
@@ -81,7 +85,7 @@ bool sy__ix_layout_alloc(const sy__alloc *a, layout *L, bool zero) {
     if (L->nhash) {
         size_t cap = sy__pow2_at_least(8, L->nhash * 2);
         L->slots = cap > (size_t)UINT32_MAX + 1 ? NULL
-                   : zero ? sy__calloc(a, cap, sizeof *L->slots)
+                   : zero ? sy__alloc_huge(a, cap * sizeof *L->slots, true)
                           : sy__malloc(a, cap * sizeof *L->slots);
         L->slot_mask = (uint32_t)(cap - 1);
     }

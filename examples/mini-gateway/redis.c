@@ -574,7 +574,6 @@ static void redis_drop(gw_redis *r, const char *why) {
 static void on_timer(uv_timer_t *t) {
     gw_redis *r = t->data;
     uint64_t now = now_ms();
-    r->timer_due = UINT64_MAX; /* fired: not running */
     unsigned late = 0;
     for (gw_rcall *c = r->head; c; c = c->next)
         if (c->cb && c->due_ms <= now) {
@@ -597,13 +596,9 @@ static void on_timer(uv_timer_t *t) {
 }
 
 /* The timer at the first deadline of a call not yet answered, or at the
- * stall check while calls wait for replies. A timer already due no later
- * is left as it is: it may fire early (on_timer finds nothing late and
- * arms it again), at most once a --redis-timeout, where moving it after
- * every reply and flush took libuv's timer heap out and in (~90
- * instructions a request). */
+ * stall check while calls wait for replies. */
 static void arm_timer(gw_redis *r) {
-    uint64_t now, due = UINT64_MAX;
+    uint64_t now = now_ms(), due = UINT64_MAX;
     for (gw_rcall *c = r->head; c; c = c->next)
         if (c->cb) {
             due = c->due_ms;
@@ -613,10 +608,11 @@ static void arm_timer(gw_redis *r) {
         due = r->head->sent_ms + GW_REDIS_STALL_MS;
     if (r->ac && !r->connected && r->opened_ms + GW_REDIS_STALL_MS < due)
         due = r->opened_ms + GW_REDIS_STALL_MS;
-    if (due >= r->timer_due)
-        return; /* fires no later (or nothing waits and it is stopped) */
     r->timer_due = due;
-    now = now_ms();
+    if (due == UINT64_MAX) {
+        uv_timer_stop(&r->timer);
+        return;
+    }
     uv_timer_start(&r->timer, on_timer, due > now ? due - now : 0, 0);
 }
 

@@ -41,14 +41,29 @@ static const unsigned char cls[256] = {
 };
 /* clang-format on */
 
-/* a name or value equal, ASCII case aside, to a lowercase literal; exact
- * for the bytes compared here (tchar or value bytes: only letters change
- * under | 0x20 into letters or '-') */
+/* a name or value equal, ASCII case aside, to a lowercase literal of n >= 4
+ * bytes; exact for the bytes compared here (tchar or value bytes: only
+ * letters change under | 0x20 into letters or '-', and every literal's
+ * byte has 0x20 set). Compared a word at a time, the last word overlapping
+ * the one before it: s[0..n) only; n <= 24. */
 static bool eq_lower(const unsigned char *s, const char *lit, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if ((s[i] | 0x20) != (unsigned char)lit[i])
+    uint64_t a, b, c, d;
+    if (n < 8) {
+        uint32_t e, f, g, h;
+        memcpy(&e, s, 4), memcpy(&f, lit, 4);
+        memcpy(&g, s + n - 4, 4), memcpy(&h, lit + n - 4, 4);
+        return ((e | 0x20202020u) == f) & ((g | 0x20202020u) == h);
+    }
+    memcpy(&a, s, 8), memcpy(&b, lit, 8);
+    memcpy(&c, s + n - 8, 8), memcpy(&d, lit + n - 8, 8);
+    if (n > 16) { /* transfer-encoding */
+        uint64_t e, f;
+        memcpy(&e, s + 8, 8), memcpy(&f, lit + 8, 8);
+        if ((e | UINT64_C(0x2020202020202020)) != f)
             return false;
-    return true;
+    }
+    return ((a | UINT64_C(0x2020202020202020)) == b) &
+           ((c | UINT64_C(0x2020202020202020)) == d);
 }
 
 #define LIT(s) s, sizeof s - 1
@@ -78,8 +93,12 @@ static size_t method_of(const unsigned char *s, size_t len, unsigned *id) {
 
 enum { H_OTHER, H_CL, H_CONN, H_BAIL };
 
-/* the names http-parser acts on (it matches them by prefix) */
+/* the names http-parser acts on (it matches them by prefix); the shortest
+ * is 7 bytes, so the commonest names (Host, Date, Accept) end at the test
+ * of the length */
 static int name_kind(const unsigned char *n, size_t len) {
+    if (len < 7)
+        return H_OTHER;
     switch (n[0] | 0x20) {
     case 'c':
         if (len >= 14 && eq_lower(n, LIT("content-length")))
@@ -93,13 +112,177 @@ static int name_kind(const unsigned char *n, size_t len) {
     case 't':
         return len >= 17 && eq_lower(n, LIT("transfer-encoding")) ? H_BAIL
                                                                   : H_OTHER;
-    case 'u': return len >= 7 && eq_lower(n, LIT("upgrade")) ? H_BAIL : H_OTHER;
+    case 'u': return eq_lower(n, LIT("upgrade")) ? H_BAIL : H_OTHER;
     default: return H_OTHER;
     }
 }
 
+/* line_stop(p, end): the first byte in [p, end) that no header line holds
+ * before its CR: a control byte other than HTAB (CR, LF, NUL...), DEL or
+ * 0x80-0xFF; end when there is none. Every byte of [p, result) is then a
+ * value's byte (VALUE). The buffer must hold at least 16 bytes before end
+ * (the callers' heads are longer): a line's last part is read as the
+ * buffer's last 16 (or 8) bytes, so nothing outside it is ever read.
+ * Three ways, the same result: SSE2 16 bytes at a time (x86-64's
+ * baseline), 8-byte words (a little-endian GCC/clang target without
+ * SSE2), one byte at a time (anything else). GW_HEAD_SCAN_WORDS or
+ * GW_HEAD_SCAN_BYTES picks one of the other two: tests/test_head_scan.c is
+ * built each way. */
+#if defined(GW_HEAD_SCAN_BYTES)
+#define LINE_STOP_BYTES 1
+#elif defined(GW_HEAD_SCAN_WORDS)
+#define LINE_STOP_WORDS 1
+#elif defined(__SSE2__)
+#define LINE_STOP_SSE2 1
+#elif defined(__GNUC__) && defined(__BYTE_ORDER__) &&                          \
+    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define LINE_STOP_WORDS 1
+#else
+#define LINE_STOP_BYTES 1
+#endif
+
+#if defined(LINE_STOP_SSE2)
+#include <emmintrin.h>
+
+/* a bit a stop byte: b + 1 (mod 256), signed, below 0x21 holds for
+ * 0x00-0x1F and 0x7F-0xFF and nothing else; HTAB is taken apart after */
+static inline unsigned stop_mask(const unsigned char *at) {
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)at);
+    v = _mm_add_epi8(v, _mm_set1_epi8(1));
+    return (unsigned)_mm_movemask_epi8(_mm_cmplt_epi8(v, _mm_set1_epi8(0x21)));
+}
+
+static const unsigned char *line_stop(const unsigned char *p,
+                                      const unsigned char *end) {
+    for (;;) {
+        unsigned m;
+        if (end - p >= 16) {
+            m = stop_mask(p);
+            if (!m) {
+                p += 16;
+                continue;
+            }
+        } else {
+            if (p == end)
+                return end;
+            m = stop_mask(end - 16) >> (16 - (end - p));
+            if (!m)
+                return end;
+        }
+        p += __builtin_ctz(m);
+        if (*p != '\t')
+            return p;
+        p++;
+    }
+}
+
+/* name_end(p, end): the first byte at or after p that is not a tchar, as
+ * the loop below gives it; a line's CR (which is not one) must come before
+ * end, and 16 bytes be in the buffer before end. Letters, digits and '-'
+ * (all of most names) are passed 16 at a time; any other byte then goes
+ * through the table. */
+static const unsigned char *name_end(const unsigned char *p,
+                                     const unsigned char *end) {
+    const __m128i lc = _mm_set1_epi8(0x20);
+    for (;;) {
+        __m128i v;
+        int k = 0; /* bytes before p in v */
+        if (end - p >= 16) {
+            v = _mm_loadu_si128((const __m128i *)(const void *)p);
+        } else {
+            k = 16 - (int)(end - p);
+            v = _mm_loadu_si128((const __m128i *)(const void *)(end - 16));
+        }
+        /* letters as x = v | 0x20 in 'a'..'z' (no other byte goes
+         * there), digits and '-' as they are: x + 0x1F (v + 0x50), signed,
+         * below -128 + 26 (+ 10) for the 26 letters (10 digits) only */
+        __m128i x = _mm_or_si128(v, lc);
+        __m128i al = _mm_cmplt_epi8(_mm_add_epi8(x, _mm_set1_epi8(0x1F)),
+                                    _mm_set1_epi8(-128 + 26));
+        __m128i dg = _mm_cmplt_epi8(_mm_add_epi8(v, _mm_set1_epi8(0x50)),
+                                    _mm_set1_epi8(-128 + 10));
+        __m128i da = _mm_cmpeq_epi8(v, _mm_set1_epi8('-'));
+        unsigned ok =
+            (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(al, dg), da));
+        unsigned m = ~ok >> k; /* (bits above end: not ok) */
+        if (!(m & 0xffff) && !k) {
+            p += 16;
+            continue;
+        }
+        p += __builtin_ctz(m);
+        while (cls[*p] & TCHAR)
+            p++;
+        return p;
+    }
+}
+#elif defined(LINE_STOP_WORDS)
+#define ONES UINT64_C(0x0101010101010101)
+#define HIGHS (ONES * 0x80)
+
+/* a byte's high bit for a stop byte of x, exact up to the first one (where
+ * the caller looks: a borrow or carry runs only from a stop byte up) */
+static inline uint64_t stop_word(uint64_t x) {
+    uint64_t ctl = (x - ONES * 0x20) & ~x & HIGHS; /* < 0x20 */
+    uint64_t hi = ((x + ONES) | x) & HIGHS;        /* >= 0x7F */
+    return ctl | hi;
+}
+
+static const unsigned char *line_stop(const unsigned char *p,
+                                      const unsigned char *end) {
+    for (;;) {
+        uint64_t x;
+        size_t i;
+        if (end - p >= 8) {
+            memcpy(&x, p, 8);
+            uint64_t m = stop_word(x);
+            if (!m) {
+                p += 8;
+                continue;
+            }
+            i = (size_t)__builtin_ctzll(m) >> 3;
+        } else {
+            size_t k = (size_t)(end - p);
+            if (!k)
+                return end;
+            /* the buffer's last 8 bytes, those before p shifted out: the
+             * NULs shifted in above end stop it (and start no borrow below
+             * them) */
+            memcpy(&x, end - 8, 8);
+            i = (size_t)__builtin_ctzll(stop_word(x >> (8 * (8 - k)))) >> 3;
+            if (i >= k)
+                return end;
+        }
+        p += i;
+        if (*p != '\t')
+            return p;
+        p++;
+    }
+}
+#else
+static const unsigned char *line_stop(const unsigned char *p,
+                                      const unsigned char *end) {
+    while (p < end && (cls[*p] & VALUE))
+        p++;
+    return p;
+}
+#endif
+
+#if !defined(LINE_STOP_SSE2)
+static const unsigned char *name_end(const unsigned char *p,
+                                     const unsigned char *end) {
+    (void)end;
+    while (cls[*p] & TCHAR) /* a CR comes before end, and is not one */
+        p++;
+    return p;
+}
+#endif
+
 /* The header lines and the blank line from p: the end of the head, or NULL
- * when they are not all there or not of the plainly common form. */
+ * when they are not all there or not of the plainly common form. A line is
+ * walked once for its end (line_stop: every byte before it a value's
+ * byte), then its name (its tchar bytes up to the colon, which the line's
+ * CR bounds) and the whitespace after the colon: the value's bytes are not
+ * walked again. */
 static const unsigned char *scan_fields(const unsigned char *p,
                                         const unsigned char *end,
                                         sy_header *hdrs, size_t max_hdrs,
@@ -117,23 +300,22 @@ static const unsigned char *scan_fields(const unsigned char *p,
             p += 2;
             break;
         }
-        const unsigned char *n = p;
-        while (p < end && (cls[*p] & TCHAR))
-            p++;
-        if (p == end || *p != ':' || p == n)
+        const unsigned char *n = p, *cr = line_stop(p, end);
+        if (end - cr < 2 || cr[0] != '\r' || cr[1] != '\n')
+            return NULL;
+        p = name_end(p, end);
+        if (*p != ':' || p == n)
             return NULL;
         size_t nlen = (size_t)(p - n);
         p++;
-        while (p < end && (*p == ' ' || *p == '\t'))
+        p += *p == ' ';
+        while (*p == ' ' || *p == '\t')
             p++;
         const unsigned char *v = p;
-        while (p < end && (cls[*p] & VALUE))
-            p++;
-        if (end - p < 2 || p[0] != '\r' || p[1] != '\n' || p == v ||
-            p[-1] == ' ' || p[-1] == '\t')
+        if (p == cr || cr[-1] == ' ' || cr[-1] == '\t')
             return NULL;
-        size_t vlen = (size_t)(p - v);
-        p += 2;
+        size_t vlen = (size_t)(cr - v);
+        p = cr + 2;
         if (nh == max_hdrs)
             return NULL;
         switch (name_kind(n, nlen)) {

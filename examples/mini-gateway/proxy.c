@@ -530,11 +530,6 @@ static void bad_request(gw_client *c, int status) {
 /* Routing a request                                                    */
 /* ------------------------------------------------------------------ */
 
-static bool name_is(sy_str n, const char *s) {
-    size_t l = strlen(s);
-    return n.len == l && strncasecmp(n.ptr, s, l) == 0;
-}
-
 /* Build the upstream head for the target of match m, excluding the
  * instances already tried. 0, or the status to answer with. */
 static int build_attempt(gw_request *q, sy_match *m) {
@@ -788,7 +783,8 @@ static void request_begin(gw_client *c) {
     }
     size_t hosts = 0;
     for (size_t i = 0; i < c->nh; i++)
-        if (name_is(c->hdrs[i].name, "host") && hosts++ == 0)
+        if (c->hdrs[i].name.len == 4 &&
+            gw_eq_lower(c->hdrs[i].name.ptr, "host", 4) && hosts++ == 0)
             r->host = c->hdrs[i].value;
     if (hosts > 1) { /* RFC 9112 3.2: ambiguous, a smuggling vector */
         respond_error(q, 400, "more than one Host header");

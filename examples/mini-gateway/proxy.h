@@ -278,6 +278,29 @@ void gw_request_copy_response_ops(gw_request *q, sy_match *m,
  * and gw_request_pre_next then gives the name after `at` (NULL: the
  * first) and its *value, NUL-ended; NULL after the last. */
 void gw_request_pre_split(gw_request *q);
+/* n bytes of a header name (tchars) equal to a literal of lowercase
+ * letters, digits and '-', ASCII case aside: exact, as a tchar | 0x20
+ * is a lowercase letter only when it was that letter in either case, and
+ * '-' or a digit only when it was that; 8 bytes a test, no call. */
+static inline bool gw_eq_lower(const char *n, const char *lit, size_t len) {
+    uint64_t a, b;
+    if (len < 8) {
+        for (size_t i = 0; i < len; i++)
+            if ((n[i] | 0x20) != lit[i])
+                return false;
+        return true;
+    }
+    for (size_t i = 0;; i += 8) {
+        if (i + 8 > len) /* the last 8 bytes, overlapping */
+            i = len - 8;
+        memcpy(&a, n + i, 8);
+        memcpy(&b, lit + i, 8);
+        if ((a | 0x2020202020202020ull) != b)
+            return false;
+        if (i + 8 == len)
+            return true;
+    }
+}
 /* A header name's bit among 64, from its length and last letter: two
  * names of one bit may be one name (whatever their case), two of
  * different bits are not. */

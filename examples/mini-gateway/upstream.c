@@ -886,7 +886,7 @@ static bool resp_hop(const char *n, size_t len) {
                {"content-length", 14}};
     /* most names differ in length from all */
     for (size_t i = 0; i < sizeof hop / sizeof *hop; i++)
-        if (len == hop[i].len && strncasecmp(n, hop[i].s, len) == 0)
+        if (len == hop[i].len && gw_eq_lower(n, hop[i].s, len))
             return true;
     return false;
 }
@@ -1074,7 +1074,9 @@ static int r_message_complete(http_parser *p) {
  * true when u goes on with the next request's. */
 static bool response_complete(gw_upconn *u) {
     gw_request *q = dequeue(u);
-    bool reusable = http_should_keep_alive(&u->p) && (!q || q->msg_done);
+    /* r_message_complete paused the parser: fast.mid is its
+     * !http_should_keep_alive */
+    bool reusable = !u->fast.mid && (!q || q->msg_done);
     if (q) {
         if (q->resp_chunked)
             gw_client_write(q->c, "0\r\n\r\n", 5);

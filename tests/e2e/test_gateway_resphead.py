@@ -24,11 +24,11 @@ LINES = [("X-A", "alpha"), ("X-Bee", "b value\twith spaces"),
 BIG = [("X-Big-%03d" % i, ("v%03d-" % i) * 140) for i in range(100)]
 
 
-def answer(path, lines):
+def answer(path, lines, cl=b"Content-Length"):
     body = path.encode()
     head = b"HTTP/1.1 200 OK\r\n" + b"".join(
         b"%s: %s\r\n" % (k.encode(), v.encode()) for k, v in lines)
-    head += b"Content-Length: %d\r\n\r\n" % len(body)
+    head += b"%s: %d\r\n\r\n" % (cl, len(body))
     return head, body
 
 
@@ -63,7 +63,12 @@ class Upstream:
         lines = BIG if "big" in parts else LINES
         if "empty" in parts:  # a value http-parser has to read
             lines = lines[:2] + [("X-Empty", "")] + lines[2:]
-        head, body = answer(path, lines)
+        if "hop" in parts:  # hop-by-hop names in other cases: dropped
+            lines = [("KEEP-ALIVE", "timeout=5")] + lines[:3] + [
+                ("te", "trailers"), ("Trailer", "X-T")] + lines[3:]
+        head, body = answer(path, lines,
+                            b"CONTENT-length" if "hop" in parts else
+                            b"Content-Length")
         pre = b""
         if "interim" in parts:
             pre = b"HTTP/1.1 100 Continue\r\nX-Interim: 1\r\n\r\n"
@@ -162,6 +167,11 @@ def body(procs, c):
         want = LINES[:2] + [("X-Empty", "")] + LINES[2:] if "empty" in p \
             else LINES
         c.eq(lines_of(get(gw.port, p)), (200, want, p.encode()), p)
+    for p in ("/p/hop/x", "/p/hop/split/70", "/p/hop/trickle"):
+        got = get(gw.port, p)
+        c.eq(lines_of(got), (200, LINES, p.encode()), p + ": hop-by-hop out")
+        c.eq(got.lower().count(b"content-length:"), 1,
+             p + ": one Content-Length")
     c.eq(lines_of(get(gw.port, "/p/big")), (200, BIG, b"/p/big"),
          "a 70 KB head of 100 lines in four writes")
     # the edits, on a whole head and on cut ones

@@ -231,9 +231,6 @@ typedef struct gw_wmetrics {
     gw_count_table requests;
     gw_route_lat *lat; /* by route: see gw_route_count.lat */
     size_t nlat, cap_lat;
-    uint64_t lat_buckets[GW_LAT_BUCKETS + 1]; /* last: +Inf */
-    double lat_sum;
-    uint64_t lat_count;
     uint64_t up_buckets[GW_LAT_BUCKETS + 1]; /* upstream: head sent ->
                                                 response head */
     double up_sum;

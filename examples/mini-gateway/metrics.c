@@ -168,9 +168,6 @@ void gw_metrics_done(gw_wmetrics *m, const char *route, int status, double s,
         m->up_sum += up_s;
         m->up_count++;
     }
-    m->lat_buckets[b]++;
-    m->lat_sum += s;
-    m->lat_count++;
     uint32_t i = table_at(&m->requests, route, rh, status);
     if (i) {
         m->requests.counts[i - 1].count++;
@@ -361,9 +358,8 @@ static void route_histograms(gw_buf *out, gw_count_table *all) {
 void gw_metrics_text(gw_buf *out) {
     /* requests by route and status, summed over workers */
     gw_count_table all = {0};
-    uint64_t buckets[GW_LAT_BUCKETS + 1] = {0}, lat_count = 0;
     uint64_t ubuckets[GW_LAT_BUCKETS + 1] = {0}, up_count = 0;
-    double lat_sum = 0, up_sum = 0;
+    double up_sum = 0;
     uint64_t retries = 0, connects = 0, reuses = 0;
     gw_count_table pol = {0};
     uint64_t rerr = 0, rtimeouts = 0, rcalls = 0;
@@ -390,10 +386,6 @@ void gw_metrics_text(gw_buf *out) {
                     table_add(&all, e->route, LAT_BUCKET - b, l->buckets[b]);
         }
         for (size_t b = 0; b <= GW_LAT_BUCKETS; b++)
-            buckets[b] += m->lat_buckets[b];
-        lat_sum += m->lat_sum;
-        lat_count += m->lat_count;
-        for (size_t b = 0; b <= GW_LAT_BUCKETS; b++)
             ubuckets[b] += m->up_buckets[b];
         up_sum += m->up_sum;
         up_count += m->up_count;
@@ -413,9 +405,6 @@ void gw_metrics_text(gw_buf *out) {
         gw_buf_printf(out, "\",status=\"%d\"} %llu\n", all.counts[i].status,
                       (unsigned long long)all.counts[i].count);
     }
-    (void)buckets;
-    (void)lat_sum;
-    (void)lat_count;
     route_histograms(out, &all);
     table_free(&all);
     histogram(out, "gateway_upstream_latency_seconds",

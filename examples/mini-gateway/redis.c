@@ -44,8 +44,8 @@
  * Every call is answered within --redis-timeout: when no reply came by
  * then, the caller hears "failed" (and fails open) and the late reply is
  * dropped. A connection that broke, was refused, or stalled (no reply for
- * a second while calls wait) is closed and opened again at most once a
- * second; meanwhile calls fail at once, without waiting.
+ * a second while commands are in flight) is closed and opened again at most
+ * once a second; meanwhile calls fail at once, without waiting.
  *
  * hiredis's own libuv adapter (hiredis/adapters/libuv.h, Debian 0.14)
  * ignores the error status of its poll handle, which libuv reports for a
@@ -114,6 +114,7 @@ typedef struct gw_redis {
     gw_rcall *phead, *ptail; /* not sent yet, in order */
     size_t calls;
     unsigned inflight;    /* script commands sent, not answered yet */
+    uint64_t reply_ms;    /* the last reply, or the send that began a wait */
     gw_script scripts[2]; /* the library's, the batch one */
     gw_rcall **tab;       /* a flush's batches by bucket */
     size_t tabcap;
@@ -367,7 +368,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
     gw_redis *r = m->r;
     redisReply *rep = reply;
     if (rep && rep->type == REDIS_REPLY_ERROR && !m->retried && ac->data &&
-        strncmp(rep->str, "NOSCRIPT", 8) == 0) {
+        ac == r->ac && strncmp(rep->str, "NOSCRIPT", 8) == 0) {
         /* the scripts are gone from Redis: load them and ask again, in
          * order */
         m->retried = true;
@@ -377,6 +378,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
     }
     if (r->inflight)
         r->inflight--;
+    r->reply_ms = now_ms(); /* the stall check counts from here */
     bool logged = false;
     int64_t a = 0, b = 0;
     bool ok = reply_pair(rep, &a, &b);
@@ -464,7 +466,8 @@ static void flush_once(gw_redis *r) {
             for (gw_rcall *x = b; x; x = x->bnext)
                 m->calls[m->n++] = x;
             if (send_cmd(r, m) == 0) {
-                r->inflight++;
+                if (r->inflight++ == 0)
+                    r->reply_ms = now_ms(); /* a wait begins */
                 continue;
             }
             free(m);
@@ -582,6 +585,26 @@ static void on_timer(uv_timer_t *t) {
             late++;
         }
     r->late += late;
+    /* the calls not sent yet that have no caller any more (timed out
+     * while held behind the commands in flight, or cancelled) let go now:
+     * while Redis is silent they would pile up to GW_REDIS_MAX_CALLS */
+    gw_rcall *pc = r->phead, *pnext, *plast = NULL;
+    r->phead = NULL;
+    for (; pc; pc = pnext) {
+        pnext = pc->pnext;
+        if (!pc->cb) {
+            call_unlink(r, pc);
+            call_free(r, pc);
+            continue;
+        }
+        pc->pnext = NULL;
+        if (plast)
+            plast->pnext = pc;
+        else
+            r->phead = pc;
+        plast = pc;
+    }
+    r->ptail = plast;
     if (r->late && now >= r->late_logged_ms + 1000) { /* a line a second */
         gw_log("redis: %u call(s) not answered within %llu ms: allowed",
                r->late, (unsigned long long)G.cfg.redis_timeout_ms);
@@ -589,14 +612,18 @@ static void on_timer(uv_timer_t *t) {
         r->late_logged_ms = now;
     }
     /* nothing came back for a while, or the connect hangs */
-    if (r->ac && ((r->head && now - r->head->sent_ms >= GW_REDIS_STALL_MS) ||
+    if (r->ac && ((r->connected && r->inflight &&
+                   now - r->reply_ms >= GW_REDIS_STALL_MS) ||
                   (!r->connected && now - r->opened_ms >= GW_REDIS_STALL_MS)))
         redis_drop(r, "no reply");
     arm_timer(r);
 }
 
 /* The timer at the first deadline of a call not yet answered, or at the
- * stall check while calls wait for replies. */
+ * stall check while commands wait for replies on a connection. Never at
+ * 0 ms: libuv (1.44) runs a timer started again with 0 from its own
+ * callback in the same pass, without polling or running the prepare
+ * handle, so a deadline that stays in the past would spin forever. */
 static void arm_timer(gw_redis *r) {
     uint64_t now = now_ms(), due = UINT64_MAX;
     for (gw_rcall *c = r->head; c; c = c->next)
@@ -604,8 +631,9 @@ static void arm_timer(gw_redis *r) {
             due = c->due_ms;
             break;
         }
-    if (r->head && r->head->sent_ms + GW_REDIS_STALL_MS < due)
-        due = r->head->sent_ms + GW_REDIS_STALL_MS;
+    if (r->ac && r->connected && r->inflight &&
+        r->reply_ms + GW_REDIS_STALL_MS < due)
+        due = r->reply_ms + GW_REDIS_STALL_MS;
     if (r->ac && !r->connected && r->opened_ms + GW_REDIS_STALL_MS < due)
         due = r->opened_ms + GW_REDIS_STALL_MS;
     r->timer_due = due;
@@ -613,7 +641,7 @@ static void arm_timer(gw_redis *r) {
         uv_timer_stop(&r->timer);
         return;
     }
-    uv_timer_start(&r->timer, on_timer, due > now ? due - now : 0, 0);
+    uv_timer_start(&r->timer, on_timer, due > now ? due - now : 1, 0);
 }
 
 gw_rcall *gw_redis_script(gw_worker *w, const char *const keys[2],

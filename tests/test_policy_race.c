@@ -223,6 +223,40 @@ START_TEST(slots_taken_over_by_racing_keys_stay_usable) {
 }
 END_TEST
 
+/* A slot claimed for a key whose claimer was switched out between its
+ * key CAS and its state's tag (the slot's state still another tag's):
+ * takers make the state the key's in its place and hand out exactly the
+ * bucket's tokens. They once tried 64 times and failed open, each: a
+ * bucket of 777 gave 778 to four racing threads under TSan. */
+START_TEST(a_claimers_unfinished_slot_is_finished_by_its_takers) {
+    size_t len = sy_policy_store_bytes(64, 16);
+    void *mem = aligned_alloc(64, len);
+    sy_policy_store *st;
+    ck_assert_int_eq(sy_policy_store_init(mem, len, 64, 16, &st, NULL), 0);
+    sy__rl_cfg cfg = {.rate = 1, .burst = 5, .requested = 1, .status = 429};
+    sy__rl_shape(&cfg);
+    uint64_t key = 0;
+    for (int i = 0; (key >> 48) == 0; i++) { /* a tag the empty state lacks */
+        char k[16];
+        int n = snprintf(k, sizeof k, "k%d", i);
+        key = sy__rl_bucket_key(&cfg, "r", k, (size_t)n);
+    }
+    sy__bucket *b = &sy__store_buckets(st)[sy__store_home(key, st->slots)];
+    atomic_store(&b->key, key); /* the claimer's CAS, and no more */
+    int allowed = 0, failed_open = 0;
+    for (int i = 0; i < 8; i++) {
+        sy_ratelimit rl;
+        sy__rl_take(st, &cfg, key, T0, &rl);
+        allowed += rl.allowed;
+        failed_open += rl.remaining < 0;
+    }
+    ck_assert_int_eq(failed_open, 0);
+    ck_assert_int_eq(allowed, 5);
+    ck_assert_uint_eq(atomic_load(&b->state) & 0xffff, key >> 48);
+    free(mem);
+}
+END_TEST
+
 /* A breaker cycling closed -> open -> half-open -> closed while threads
  * record into its window: the failures and slow calls it reports never
  * exceed the window (a count cleared beside a racing record once wrapped
@@ -666,6 +700,7 @@ int main(void) {
     tcase_add_test(tc, a_bucket_hands_out_exactly_its_tokens_to_racing_threads);
     tcase_add_test(tc, a_half_open_breaker_admits_exactly_its_permits);
     tcase_add_test(tc, slots_taken_over_by_racing_keys_stay_usable);
+    tcase_add_test(tc, a_claimers_unfinished_slot_is_finished_by_its_takers);
     tcase_add_test(tc, a_cycling_breaker_counts_stay_within_its_window);
     tcase_add_test(tc, freed_breaker_entries_are_reused_beside_readers);
     tcase_add_test(tc, a_slow_holder_keeps_the_breaker_lock);

@@ -148,9 +148,15 @@ void sy__rl_take(sy_policy_store *st, const sy__rl_cfg *cfg,
         if (!b && !(b = sy__store_bucket(st, bucket_key, now)))
             break;
         uint64_t s = atomic_load_explicit(&b->state, memory_order_acquire);
-        if ((s & 0xffff) != tag ||
-            atomic_load_explicit(&b->key, memory_order_relaxed) != bucket_key)
+        if (atomic_load_explicit(&b->key, memory_order_relaxed) != bucket_key)
             continue; /* given to another key meanwhile: find again */
+        if ((s & 0xffff) != tag) {
+            /* claimed for this key, its state not made this key's yet
+             * (its claimer between the two): do it in the claimer's
+             * place rather than fail open after 64 tries */
+            sy__store_bucket_own(b, bucket_key);
+            continue;
+        }
         uint64_t tat = s >> 16;
         if (tat < now)
             tat = now;

@@ -86,6 +86,16 @@ static uint64_t tag_of(uint64_t key) {
     return key >> 48;
 }
 
+void sy__store_bucket_own(sy__bucket *b, uint64_t key) {
+    uint64_t tag = tag_of(key);
+    uint64_t s = atomic_load_explicit(&b->state, memory_order_acquire);
+    while ((s & 0xffff) != tag &&
+           atomic_load_explicit(&b->key, memory_order_acquire) == key)
+        if (atomic_compare_exchange_weak_explicit(
+                &b->state, &s, tag, memory_order_acq_rel, memory_order_acquire))
+            return;
+}
+
 sy__bucket *sy__store_bucket(sy_policy_store *st, uint64_t key,
                              uint64_t now_us) {
     sy__bucket *t = sy__store_buckets(st);
@@ -99,8 +109,7 @@ sy__bucket *sy__store_bucket(sy_policy_store *st, uint64_t key,
             return b;
         if (k == 0) {
             if (atomic_compare_exchange_strong(&b->key, &k, key)) {
-                atomic_store_explicit(&b->state, tag_of(key),
-                                      memory_order_release);
+                sy__store_bucket_own(b, key);
                 return b;
             }
             if (k == key)
@@ -118,13 +127,10 @@ sy__bucket *sy__store_bucket(sy_policy_store *st, uint64_t key,
         uint64_t s = atomic_load_explicit(&spare->state, memory_order_relaxed);
         if ((s >> 16) <= now_us && (s & 0xffff) == tag_of(k) &&
             atomic_compare_exchange_strong(&spare->key, &k, key)) {
-            /* a store, not a CAS: an old key's taker may still have
-             * written its tag since s was read, and a CAS failing then
-             * left this key's slot on a state it does not own (the key
-             * failed open for good); after the store, the old key's
-             * takers fail their CAS on the tag */
-            atomic_store_explicit(&spare->state, tag_of(key),
-                                  memory_order_release);
+            /* an old key's taker may still write its tag after s was read:
+             * sy__store_bucket_own tries until the state is this key's;
+             * after that the old key's takers fail their CAS on the tag */
+            sy__store_bucket_own(spare, key);
             return spare;
         }
         if (k == key)

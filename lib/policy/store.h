@@ -141,6 +141,12 @@ static inline sy__bucket *sy__store_bucket_home(sy_policy_store *st,
  * probe limit (counted in store_full). */
 sy__bucket *sy__store_bucket(sy_policy_store *st, uint64_t key,
                              uint64_t now_us);
+/* Make b's state key's (a full bucket under key's tag) unless it is
+ * already, while b holds key. A slot's claimer does it right after its key
+ * CAS, and a taker that finds the key there with another tag's state (the
+ * claimer switched out between the two) does it in the claimer's place:
+ * no taker waits for a claimer, nor fails open for one. */
+void sy__store_bucket_own(sy__bucket *b, uint64_t key);
 /* The breaker entry of `key`, or NULL. Lock-free. */
 sy__brk *sy__store_breaker(sy_policy_store *st, uint64_t key);
 /* The same, for the request path: *index its index among the entries

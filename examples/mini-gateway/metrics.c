@@ -53,6 +53,20 @@ static uint32_t *table_slot(gw_count_table *t, const char *route, uint64_t rh,
     }
 }
 
+/* arr (*cap elements of size, len used) with room for one more: itself,
+ * or grown to twice (first when empty), *cap updated; NULL when out of
+ * memory (arr and *cap unchanged). */
+static void *room_for_one(void *arr, size_t *cap, size_t len, size_t first,
+                          size_t size) {
+    if (len < *cap)
+        return arr;
+    size_t n = *cap ? *cap * 2 : first;
+    void *a = realloc(arr, n * size);
+    if (a)
+        *cap = n;
+    return a;
+}
+
 /* The entry of (route, status), made (count 0) when missing: its index
  * + 1; 0 when memory ran out. */
 static uint32_t table_at(gw_count_table *t, const char *route, uint64_t rh,
@@ -72,14 +86,10 @@ static uint32_t table_at(gw_count_table *t, const char *route, uint64_t rh,
     uint32_t *s = table_slot(t, route, rh, status);
     if (*s)
         return *s;
-    if (t->len == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 32;
-        gw_route_count *c = realloc(t->counts, cap * sizeof *c);
-        if (!c)
-            return 0;
-        t->counts = c;
-        t->cap = cap;
-    }
+    gw_route_count *c = room_for_one(t->counts, &t->cap, t->len, 32, sizeof *c);
+    if (!c)
+        return 0;
+    t->counts = c;
     char *r = strdup(route);
     if (!r)
         return 0;
@@ -138,14 +148,11 @@ static uint32_t route_lat(gw_wmetrics *m, uint32_t i, uint64_t rh) {
     if (!s)
         return 0;
     if (!t->counts[s - 1].lat) {
-        if (m->nlat == m->cap_lat) {
-            size_t cap = m->cap_lat ? m->cap_lat * 2 : 16;
-            gw_route_lat *a = realloc(m->lat, cap * sizeof *a);
-            if (!a)
-                return 0;
-            m->lat = a;
-            m->cap_lat = cap;
-        }
+        gw_route_lat *a =
+            room_for_one(m->lat, &m->cap_lat, m->nlat, 16, sizeof *a);
+        if (!a)
+            return 0;
+        m->lat = a;
         m->lat[m->nlat++] = (gw_route_lat){{0}, 0};
         t->counts[s - 1].lat = (uint32_t)m->nlat;
     }

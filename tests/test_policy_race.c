@@ -86,23 +86,23 @@ static void run(race *x) {
         char doc[128];
         int n = snprintf(doc, sizeof doc,
                          "{\"id\":\"o%d\",\"uri\":\"http://c\"}", i);
-        ck_assert_int_eq(sy_router_upsert_route(x->r, "s", doc, (size_t)n,
-                                                NULL),
-                         0);
+        ck_assert_int_eq(
+            sy_router_upsert_route(x->r, "s", doc, (size_t)n, NULL), 0);
     }
     for (int i = 0; i < THREADS; i++)
         pthread_join(t[i], NULL);
 }
 
 START_TEST(a_bucket_hands_out_exactly_its_tokens_to_racing_threads) {
-    race x = {.path = "/rl",
-              .per_thread = 500,
-              .r = router_of(
-                  "[{\"id\":\"rl\",\"uri\":\"http://b\",\"predicates\":"
-                  "[\"Path=/rl\"],\"filters\":[{\"name\":"
-                  "\"RequestRateLimiter\",\"args\":{\"redis-rate-limiter."
-                  "replenishRate\":\"1\",\"redis-rate-limiter.burstCapacity\":"
-                  "\"777\",\"key-resolver\":\"#{@remoteAddrKeyResolver}\"}}]}]")};
+    race x = {
+        .path = "/rl",
+        .per_thread = 500,
+        .r = router_of(
+            "[{\"id\":\"rl\",\"uri\":\"http://b\",\"predicates\":"
+            "[\"Path=/rl\"],\"filters\":[{\"name\":"
+            "\"RequestRateLimiter\",\"args\":{\"redis-rate-limiter."
+            "replenishRate\":\"1\",\"redis-rate-limiter.burstCapacity\":"
+            "\"777\",\"key-resolver\":\"#{@remoteAddrKeyResolver}\"}}]}]")};
     run(&x);
     ck_assert_int_eq(atomic_load(&x.allowed), 777);
     sy_router_free(x.r);
@@ -135,17 +135,17 @@ START_TEST(a_half_open_breaker_admits_exactly_its_permits) {
     sy_snapshot_release(s);
     sy_match_ctx_free(ctx);
     sy_breaker_info bi;
-    ck_assert_int_eq(sy_policy_store_breaker(sy_router_policy_store(x.r),
-                                             "race", &bi, NULL),
-                     0);
+    ck_assert_int_eq(
+        sy_policy_store_breaker(sy_router_policy_store(x.r), "race", &bi, NULL),
+        0);
     ck_assert_int_eq(bi.state, SY_BREAKER_OPEN);
     /* every thread asks at T0 + 1 s, past the wait: half-open admits 7,
      * whose failures (recorded at T0) open it again for an hour */
     run(&x);
     ck_assert_int_eq(atomic_load(&x.permitted), 7);
-    ck_assert_int_eq(sy_policy_store_breaker(sy_router_policy_store(x.r),
-                                             "race", &bi, NULL),
-                     0);
+    ck_assert_int_eq(
+        sy_policy_store_breaker(sy_router_policy_store(x.r), "race", &bi, NULL),
+        0);
     ck_assert_int_eq(bi.state, SY_BREAKER_OPEN);
     sy_router_free(x.r);
 }
@@ -168,13 +168,15 @@ static void *churn_keys(void *arg) {
     churn *c = arg;
     while (!atomic_load(c->go))
         ;
-    uint64_t until = sy__now_monotonic_us() + 3000000; /* sanitizer builds: fewer */
+    uint64_t until =
+        sy__now_monotonic_us() + 3000000; /* sanitizer builds: fewer */
     int i = 0;
     for (; i < c->ops; i++) {
         if (!(i & 4095) && sy__now_monotonic_us() > until)
             break;
         char k[16];
-        int n = snprintf(k, sizeof k, "k%d", (i * 7 + c->id * 131) % CHURN_KEYS);
+        int n =
+            snprintf(k, sizeof k, "k%d", (i * 7 + c->id * 131) % CHURN_KEYS);
         sy_ratelimit rl;
         sy__rl_take(c->st, &c->cfg,
                     sy__rl_bucket_key(&c->cfg, "r", k, (size_t)n),
@@ -213,7 +215,8 @@ START_TEST(slots_taken_over_by_racing_keys_stay_usable) {
         char k[16];
         int n = snprintf(k, sizeof k, "k%d", i);
         sy_ratelimit rl;
-        sy__rl_take(st, &c[0].cfg, sy__rl_bucket_key(&c[0].cfg, "r", k, (size_t)n),
+        sy__rl_take(st, &c[0].cfg,
+                    sy__rl_bucket_key(&c[0].cfg, "r", k, (size_t)n),
                     T0 + (done / 4 + 10) * 1000LL + i * 2000LL, &rl);
         ck_assert(rl.allowed);
         wedged += rl.remaining < 0;
@@ -289,17 +292,16 @@ static void *flip_breaker(void *arg) {
         sy_match_breaker_acquire(m, now, &p, NULL);
         if (p.permitted) {
             bool fail = (i + x->id) % 3 == 0;
-            sy_breaker_record(&p,
-                              fail ? SY_OUTCOME_CONNECT_FAILURE
-                                   : SY_OUTCOME_SUCCESS,
-                              200, i % 5 == 0 ? 50 : 1, now);
+            sy_breaker_record(
+                &p, fail ? SY_OUTCOME_CONNECT_FAILURE : SY_OUTCOME_SUCCESS, 200,
+                i % 5 == 0 ? 50 : 1, now);
         }
         sy_breaker_info bi;
-        if (!sy_policy_store_breaker(sy_router_policy_store(x->r), "flip",
-                                     &bi, NULL) &&
+        if (!sy_policy_store_breaker(sy_router_policy_store(x->r), "flip", &bi,
+                                     NULL) &&
             (bi.failures > 4 || bi.slow > 4))
-            atomic_store(x->bad, (int)(bi.failures > bi.slow ? bi.failures
-                                                             : bi.slow));
+            atomic_store(x->bad,
+                         (int)(bi.failures > bi.slow ? bi.failures : bi.slow));
         sy_snapshot_release(s);
     }
     sy_match_ctx_free(ctx);

@@ -28,6 +28,10 @@ uint64_t process_sys_ns(void);
 uint64_t thread_cpu_ns(void);
 
 typedef void (*batch_fn)(void *arg, uint64_t count);
+/* The number of calls of fn that takes at least batch_ns, and one batch
+ * of n calls timed: ns per call (for cases that alternate two batches). */
+uint64_t calibrate(batch_fn fn, void *arg, uint64_t batch_ns);
+double timed_batch(batch_fn fn, void *arg, uint64_t n);
 /* Calibrate a batch to last >= batch_ns, time `reps` batches; the median
  * ns per operation (g_last_cpu_ns: the median thread CPU time). */
 double measure(batch_fn fn, void *arg, uint64_t batch_ns, int reps,

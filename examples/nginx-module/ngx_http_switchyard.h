@@ -112,7 +112,7 @@ typedef struct {
     u_char service[SW_HEALTH_NAME];
     u_char id[SW_HEALTH_NAME];
     ngx_atomic_t failures;  /* consecutive, from every worker */
-    ngx_atomic_t ejections; /* so far */
+    ngx_atomic_t ejections; /* so far, less one a recovery */
     ngx_atomic_t ejected;   /* 1 from an ejection to the next success */
     ngx_atomic_t until_ms;  /* end of the current ejection */
 } sw_health_t;

@@ -309,6 +309,12 @@ void sw_health_report(ngx_log_t *log, const char *service, const char *id,
         if (e->ejected && (int64_t)e->until_ms <= now &&
             ngx_atomic_cmp_set(&e->ejected, 1, 0)) {
             (void)ngx_atomic_fetch_add(&sh->ejected_count, -1);
+            /* back and well: its next ejection is one step shorter, as the
+             * routers' passive health does (service_health.c); only the
+             * worker that cleared the ejection takes the step */
+            ngx_atomic_uint_t n = e->ejections;
+            while (n && !ngx_atomic_cmp_set(&e->ejections, n, n - 1))
+                n = e->ejections;
             ngx_log_error(NGX_LOG_NOTICE, log, 0,
                           "switchyard: instance \"%s\" of service \"%s\" "
                           "recovered (it answered after its ejection)",

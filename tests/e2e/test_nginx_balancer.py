@@ -376,7 +376,9 @@ def test_ejection_ends_and_recovery_logged(env):
     """switchyard_eject_time 1s (a reload): an instance that refuses
     connections is ejected for 1 s, logged; once it listens and its
     ejection ran out it is tried again, answers, and its recovery is
-    logged at notice; /status says healthy."""
+    logged at notice; /status says healthy. The recovery took one off its
+    count of ejections: refusing again, it is ejected for 1 s again (the
+    first ejection's time), not 2 s."""
     import subprocess
     with open(os.path.join(env.dir, "nginx.conf")) as f:
         conf = f.read()
@@ -422,6 +424,16 @@ def test_ejection_ends_and_recovery_logged(env):
     finally:
         proc.kill()
         proc.wait()
+    deadline = time.time() + 10
+    while env.error_log().count('instance "heal-b" of service "heal" '
+                                'ejected for') < 2:
+        check(time.time() < deadline, "no second ejection: %s"
+              % env.error_log()[-800:])
+        check(env.get("/heal/x").status == 200, "a client error")
+    last = env.error_log().split('instance "heal-b" of service "heal" '
+                                 'ejected for')[-1]
+    check(last.startswith(" 1000 ms") and "ejection 1)" in last,
+          "the ejection after a recovery: %r" % last[:120])
 
 
 def test_proxy_pass_without_variables(env):

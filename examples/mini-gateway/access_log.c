@@ -328,7 +328,7 @@ void gw_access_log(gw_request *q) {
         remember(q);
     if (!log_file)
         return;
-    uint64_t now = gw_now_ns();
+    uint64_t now = gw_loop_ns(q->w);
     char when[48];
     size_t wl = time_stamp(when, sizeof when);
 

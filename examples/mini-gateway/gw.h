@@ -316,6 +316,10 @@ struct gw_worker {
      * loop waits again (proxy.c, gw_flush_pending): the connections with
      * bytes queued since then. */
     uv_prepare_t flush;
+    /* gw_loop_ns's reading of this loop pass, 0 until taken: cleared
+     * after the pass's events (pass_end) and before the loop waits (flush) */
+    uint64_t now_ns;
+    uv_check_t pass_end;
     gw_link *dirty_clients, *dirty_ups;
     uv_mutex_t mq_lock;
     gw_msg *mq;
@@ -498,6 +502,19 @@ void gw_deadline_clear(gw_deadline *d);
  * uv_hrtime reads; libuv's loop time, uv_now, is it in milliseconds). Any
  * thread. */
 uint64_t gw_now_ns(void);
+/* gw_now_ns read once a loop pass of w (at the first call after the loop
+ * woke, or after its timers ran), the same for the rest of the pass, as
+ * nginx caches its time per event-loop pass: a request's start, its
+ * upstream head's send, the response head and its end (latency metrics,
+ * the access log, the breaker's outcome) are at the resolution of one pass
+ * (the events of one wake-up, tens of microseconds under load), without a
+ * clock read each (~4 a request: 2 % of the gateway's user time on a VM).
+ * w's thread only. */
+static inline uint64_t gw_loop_ns(gw_worker *w) {
+    if (!w->now_ns)
+        w->now_ns = gw_now_ns();
+    return w->now_ns;
+}
 /* The wall clock: CLOCK_REALTIME in epoch milliseconds, for what an
  * operator reads (stamps, the breaker's clock as the library's default);
  * never for durations. Any thread. */

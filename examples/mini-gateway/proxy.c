@@ -727,7 +727,7 @@ static void request_begin(gw_client *c) {
     q->c = c;
     q->w = w;
     q->route_id = "";
-    q->t_start_ns = gw_now_ns();
+    q->t_start_ns = gw_loop_ns(w);
     c->req = q;
     c->state = C_ACTIVE;
     gw_deadline_clear(&c->timer);
@@ -950,7 +950,7 @@ static void request_finish(gw_request *q) {
     if (q->finished)
         return;
     q->finished = true;
-    double secs = (double)(gw_now_ns() - q->t_start_ns) / 1e9;
+    double secs = (double)(gw_loop_ns(c->w) - q->t_start_ns) / 1e9;
     gw_metrics_done(&c->w->metrics, q->route_id, q->status, secs,
                     q->up_lat_held ? q->up_lat_s : -1.0);
     q->up_lat_held = false;

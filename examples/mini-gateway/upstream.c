@@ -371,7 +371,7 @@ static void send_head(gw_upconn *u, gw_request *q) {
     gw_policy_replay(q, u); /* a retry or a fallback: the body kept */
     if (q->replay && q->msg_done && q->req_chunked)
         gw_upstream_write(u, "0\r\n\r\n", 5);
-    q->t_sent_ns = gw_now_ns();
+    q->t_sent_ns = gw_loop_ns(u->w);
     if (q == u->req)
         gw_deadline_set(&u->timer, on_response_timeout, q->response_ms);
     if (!u->reading) {
@@ -924,7 +924,7 @@ static int r_headers_complete(http_parser *p) {
     gw_deadline_clear(&u->timer);
     if (!q) /* its client went away: dropped (a HEAD's has no body) */
         return u->phead[u->pfirst] ? 1 : 0;
-    uint64_t now_ns = gw_now_ns();
+    uint64_t now_ns = gw_loop_ns(u->w);
     if (q->up_lat_held) /* an earlier attempt's: counted now */
         gw_metrics_upstream_latency(&u->w->metrics, q->up_lat_s);
     /* counted with the request (gw_metrics_done: one lock a request) */

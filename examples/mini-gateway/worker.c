@@ -186,11 +186,19 @@ static void worker_maybe_exit(gw_worker *w) {
     if (!uv_is_closing((uv_handle_t *)&w->wake)) {
         uv_close((uv_handle_t *)&w->wake, NULL);
         uv_close((uv_handle_t *)&w->flush, NULL);
+        uv_close((uv_handle_t *)&w->pass_end, NULL);
     }
 }
 
 static void on_flush(uv_prepare_t *p) {
-    gw_flush_pending(p->data);
+    gw_worker *w = p->data;
+    gw_flush_pending(w);
+    w->now_ns = 0; /* the loop waits next: gw_loop_ns reads the clock again */
+}
+
+/* after the events of a pass, before the next pass's timers */
+static void on_pass_end(uv_check_t *h) {
+    ((gw_worker *)h->data)->now_ns = 0;
 }
 
 static void on_connection(uv_stream_t *server, int status) {
@@ -227,6 +235,10 @@ int gw_workers_init(void) {
         w->flush.data = w;
         uv_prepare_start(&w->flush, on_flush);
         uv_unref((uv_handle_t *)&w->flush);
+        uv_check_init(&w->loop, &w->pass_end);
+        w->pass_end.data = w;
+        uv_check_start(&w->pass_end, on_pass_end);
+        uv_unref((uv_handle_t *)&w->pass_end);
         gw_metrics_init(&w->metrics);
         sy_error err;
         if (sy_match_ctx_new(NULL, &w->ctx, &err)) {

@@ -134,8 +134,8 @@ struct gw_request {
      * pre_known of pre), all different (gw_xhdrs_noted) */
     uint64_t xbits, pre_bits;
     size_t xknown, pre_known;
-    struct gw_rlwait *rlw;    /* calls to Redis in flight */
-    sy_breaker_permit permit; /* valid while permit_held */
+    struct gw_rlwait *rlw; /* calls to Redis in flight */
+    /* permit: at the end (not zeroed) */
     bool permit_held;
     uint64_t call_start_ms; /* the breaker's call began */
     bool call_fresh;        /* and its first attempt is being set up */
@@ -184,6 +184,11 @@ struct gw_request {
     /* for sy_router_report_outcome (lb:// only): set with lb and instance
      * (build_attempt), read only with them */
     sy_target health;
+    /* the breaker's: written whole by every proxied request's
+     * sy_match_breaker_acquire (policy.c breaker_step, a route without a
+     * breaker's too) before it is read, read with permit_held or fb_kind
+     * (set only after it was written) */
+    sy_breaker_permit permit;
 };
 /* The part of a gw_request a new request starts zeroed. */
 #define GW_REQ_ZEROED offsetof(gw_request, rname)

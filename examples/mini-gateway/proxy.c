@@ -89,6 +89,7 @@ static void on_written(uv_write_t *w, int status) {
     wreq *wr = (wreq *)w;
     gw_client *c = wr->c;
     free(wr);
+    c->writes--;
     if (c->closing)
         return;
     if (status) {
@@ -131,10 +132,7 @@ void gw_flush_pending(gw_worker *w) {
         client_flush_now(GW_OWNER(w->dirty_clients, gw_client, dirty));
 }
 
-int gw_try_send(uv_stream_t *s, const char *p, size_t len) {
-    uv_os_fd_t fd;
-    if (uv_fileno((const uv_handle_t *)s, &fd))
-        return UV_EBADF;
+int gw_try_send(int fd, const char *p, size_t len) {
     ssize_t n;
     do
         n = send(fd, p, len, MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -157,8 +155,8 @@ static void client_flush_now(gw_client *c) {
     uv_stream_t *s = (uv_stream_t *)&c->tcp;
     size_t off = 0, len = c->out.len;
     c->out.len = 0;
-    if (uv_stream_get_write_queue_size(s) == 0) {
-        int n = gw_try_send(s, c->out.p, len);
+    if (!c->writes) {
+        int n = gw_try_send(c->fd, c->out.p, len);
         if (n > 0)
             off = (size_t)n;
         else if (n != UV_EAGAIN) {
@@ -181,6 +179,7 @@ static void client_flush_now(gw_client *c) {
         client_close(c);
         return;
     }
+    c->writes++;
     gw_request *q = c->req;
     if (q && q->up && uv_stream_get_write_queue_size(s) > GW_WRITE_HIGH)
         gw_upstream_pause(q->up, true);
@@ -1120,10 +1119,13 @@ void gw_client_accept(gw_worker *w, uv_stream_t *server) {
     if (c->next)
         c->next->prev = c;
     w->client_list = c;
-    if (uv_accept(server, (uv_stream_t *)&c->tcp)) {
+    uv_os_fd_t fd;
+    if (uv_accept(server, (uv_stream_t *)&c->tcp) ||
+        uv_fileno((uv_handle_t *)&c->tcp, &fd)) {
         client_close(c);
         return;
     }
+    c->fd = fd;
     uv_tcp_nodelay(&c->tcp, 1);
     struct sockaddr_storage ss;
     int sl = sizeof ss;

@@ -45,6 +45,11 @@ struct gw_client {
     gw_client_state state;
     gw_request *req;
     bool reading, closing, in_parse, eof;
+    /* the socket, and the uv_writes on it not yet called back, read beside
+     * out when it is sent (gw_try_send), not from libuv's handle, whose
+     * lines are cold by the time a response goes out */
+    int fd;
+    unsigned writes;
     gw_buf out;    /* response bytes not yet handed to the socket */
     gw_link dirty; /* on the worker's dirty_clients while output waits */
     int open_handles;
@@ -215,18 +220,20 @@ struct gw_upconn {
     unsigned pfirst, npipe;
     bool pipelined; /* carries only requests safe to pipeline */
     bool connected, closing, reused, got_bytes, reading;
-    gw_buf out;    /* request bytes not yet handed to the socket */
-    gw_link dirty; /* on the worker's dirty_ups while output waits */
+    int fd;          /* once connected; as gw_client's */
+    unsigned writes; /* as gw_client's */
+    gw_buf out;      /* request bytes not yet handed to the socket */
+    gw_link dirty;   /* on the worker's dirty_ups while output waits */
     int open_handles;
 };
 
 /* proxy.c */
 void gw_client_accept(gw_worker *w, uv_stream_t *server);
-/* uv_try_write of one buffer with send() (MSG_DONTWAIT): bytes taken,
- * UV_EAGAIN, or a negative UV error. Only when nothing is queued on s
- * (uv_stream_get_write_queue_size 0). send() takes the socket path;
- * write() goes through vfs_write and fdget_pos first. */
-int gw_try_send(uv_stream_t *s, const char *p, size_t len);
+/* uv_try_write of one buffer with send() (MSG_DONTWAIT) on a stream's
+ * socket fd: bytes taken, UV_EAGAIN, or a negative UV error. Only when
+ * no uv_write of the stream is pending (its `writes` 0). send() takes the
+ * socket path; write() goes through vfs_write and fdget_pos first. */
+int gw_try_send(int fd, const char *p, size_t len);
 /* Free the request blocks the calling worker thread kept (its loop ended). */
 void gw_request_blocks_free(void);
 /* Queue bytes for the client (copied). gw_client_flush: the queued bytes
@@ -465,6 +472,8 @@ void gw_upstream_abandon(gw_request *q);
 void gw_pools_drop(gw_worker *w, gw_route_data *rd);
 void gw_upstream_close_all(gw_worker *w);
 /* Request bytes queued on u and not yet sent (deferred and in libuv). */
-size_t gw_upstream_queue(gw_upconn *u);
+static inline size_t gw_upstream_queue(gw_upconn *u) {
+    return uv_stream_get_write_queue_size((uv_stream_t *)&u->tcp) + u->out.len;
+}
 
 #endif /* GW_PROXY_H */

@@ -220,10 +220,6 @@ void gw_upstream_close_all(gw_worker *w) {
     }
 }
 
-size_t gw_upstream_queue(gw_upconn *u) {
-    return uv_stream_get_write_queue_size((uv_stream_t *)&u->tcp) + u->out.len;
-}
-
 /* ------------------------------------------------------------------ */
 /* Writing                                                              */
 /* ------------------------------------------------------------------ */
@@ -238,6 +234,7 @@ static void on_up_written(uv_write_t *w, int status) {
     uwreq *wr = (uwreq *)w;
     gw_upconn *u = wr->u;
     free(wr);
+    u->writes--;
     if (status || u->closing || !u->req)
         return; /* errors surface on the read side or as a timeout (or
                    the first request's client went away) */
@@ -269,8 +266,8 @@ void gw_upstream_flush_now(gw_upconn *u) {
     uv_stream_t *s = (uv_stream_t *)&u->tcp;
     size_t off = 0, len = u->out.len;
     u->out.len = 0;
-    if (uv_stream_get_write_queue_size(s) == 0) {
-        int n = gw_try_send(s, u->out.p, len);
+    if (!u->writes) {
+        int n = gw_try_send(u->fd, u->out.p, len);
         if (n > 0)
             off = (size_t)n;
         else if (n != UV_EAGAIN)
@@ -286,6 +283,8 @@ void gw_upstream_flush_now(gw_upconn *u) {
     uv_buf_t b = uv_buf_init(wr->data, (unsigned)(len - off));
     if (uv_write(&wr->w, s, &b, 1, on_up_written))
         free(wr);
+    else
+        u->writes++;
 }
 
 void gw_upstream_pause(gw_upconn *u, bool pause) {
@@ -408,10 +407,12 @@ static void on_connect(uv_connect_t *cr, int status) {
     gw_upconn *u = cr->data;
     if (status == UV_ECANCELED || u->closing)
         return;
-    if (status) {
+    uv_os_fd_t fd;
+    if (status || uv_fileno((uv_handle_t *)&u->tcp, &fd)) {
         connect_failed_all(u, false);
         return;
     }
+    u->fd = fd;
     u->connected = true;
     uv_tcp_nodelay(&u->tcp, 1);
     atomic_fetch_add(&u->w->metrics.upstream_connects, 1);

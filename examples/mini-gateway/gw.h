@@ -490,10 +490,13 @@ int gw_parse_addr(const char *s, char *host, size_t hostcap, int *port);
  * deadline never fires late. `timer.data` is the caller's, as with a plain
  * uv timer; close the handle with uv_close((uv_handle_t *)&d->timer, ...). */
 typedef struct gw_deadline {
-    uv_timer_t timer; /* first: the fire callback casts back */
-    uint64_t due;     /* loop time (ms) of the deadline; 0: none */
-    uint64_t armed;   /* loop time the timer fires at, while active */
+    /* what a set or a clear reads, in one line before the timer's (whose
+     * lines are cold when a connection's next request comes) */
+    uv_loop_t *loop;
+    uint64_t due;   /* loop time (ms) of the deadline; 0: none */
+    uint64_t armed; /* loop time the timer fires at while active; else 0 */
     uv_timer_cb cb;
+    uv_timer_t timer;
 } gw_deadline;
 void gw_deadline_init(uv_loop_t *loop, gw_deadline *d, void *data);
 void gw_deadline_set(gw_deadline *d, uv_timer_cb cb, uint64_t ms);

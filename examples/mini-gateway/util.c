@@ -356,10 +356,11 @@ char *gw_read_file(const char *path, size_t *len) {
 /* ---- deadlines (gw.h) ---- */
 
 static void deadline_fire(uv_timer_t *t) {
-    gw_deadline *d = (gw_deadline *)t;
+    gw_deadline *d = GW_OWNER(t, gw_deadline, timer);
+    d->armed = 0; /* the timer is no longer active */
     if (!d->due)
         return; /* cleared since it was armed */
-    uint64_t now = uv_now(t->loop);
+    uint64_t now = uv_now(d->loop);
     if (now < d->due) { /* armed for an earlier deadline, since moved on */
         d->armed = d->due;
         uv_timer_start(t, deadline_fire, d->due - now, 0);
@@ -372,17 +373,18 @@ static void deadline_fire(uv_timer_t *t) {
 void gw_deadline_init(uv_loop_t *loop, gw_deadline *d, void *data) {
     uv_timer_init(loop, &d->timer);
     d->timer.data = data;
+    d->loop = loop;
     d->due = d->armed = 0;
     d->cb = NULL;
 }
 
 void gw_deadline_set(gw_deadline *d, uv_timer_cb cb, uint64_t ms) {
-    uint64_t due = uv_now(d->timer.loop) + ms;
+    uint64_t due = uv_now(d->loop) + ms;
     d->cb = cb;
     d->due = due ? due : 1;
-    if (uv_is_active((uv_handle_t *)&d->timer) && d->armed <= due)
+    if (d->armed && d->armed <= due)
         return; /* fires first, then re-arms for the rest */
-    d->armed = due;
+    d->armed = due ? due : 1;
     uv_timer_start(&d->timer, deadline_fire, ms, 0);
 }
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/un.h>
 
 typedef enum opt_kind {
     OPT_BOOL,  /* no value: sets a bool */
@@ -119,7 +120,8 @@ static const opt opts[] = {
     {"--etcd-trace", NULL, OPT_BOOL, AT(etcd_trace), NULL,
      "one JSON line per change from etcd on stdout (benchmarks)"},
     {"--redis", "HOST:PORT", OPT_STR, AT(cfg.redis), NULL,
-     "rate limits shared through Redis (SCG's script and keys)"},
+     "rate limits shared through Redis (SCG's script and keys); "
+     "unix:PATH for its Unix socket"},
     {"--redis-timeout", "MS", OPT_U64, AT(cfg.redis_timeout_ms), NULL,
      "a Redis call not answered within fails open (default 100)"},
     {"--retry-body-bytes", "N", OPT_U64, AT(cfg.retry_body_bytes), NULL,
@@ -246,8 +248,20 @@ static int finish(gw_options *o) {
         cfg->retries = 7;
     char rhost[256];
     int rport;
-    if (cfg->redis && gw_parse_addr(cfg->redis, rhost, sizeof rhost, &rport)) {
-        fprintf(stderr, "mini-gateway: bad --redis %s (HOST:PORT)\n",
+    if (cfg->redis && strncmp(cfg->redis, "unix:", 5) == 0) {
+        size_t n = strlen(cfg->redis + 5);
+        if (n == 0 || n >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+            fprintf(stderr,
+                    "mini-gateway: bad --redis %s (unix:PATH, a path of "
+                    "1-%zu bytes)\n",
+                    cfg->redis,
+                    sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+            return -1;
+        }
+    } else if (cfg->redis &&
+               gw_parse_addr(cfg->redis, rhost, sizeof rhost, &rport)) {
+        fprintf(stderr,
+                "mini-gateway: bad --redis %s (HOST:PORT or unix:PATH)\n",
                 cfg->redis);
         return -1;
     }

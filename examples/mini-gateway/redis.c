@@ -1,7 +1,7 @@
 /*
  * redis.c - a worker's connection to Redis for the shared rate limiter
- * (--redis HOST:PORT): hiredis's asynchronous client on the worker's libuv
- * loop, one connection per worker.
+ * (--redis HOST:PORT or unix:PATH): hiredis's asynchronous client on the
+ * worker's libuv loop, one connection per worker.
  *
  * Calls are batched and pipelined. A call is kept until the loop is about
  * to wait for events (a uv_prepare handle); then the calls of that loop
@@ -539,9 +539,13 @@ static bool redis_open(gw_redis *r) {
     r->retry_at_ms = now + GW_REDIS_RETRY_MS;
     char host[256];
     int port;
-    if (gw_parse_addr(G.cfg.redis, host, sizeof host, &port))
+    redisAsyncContext *ac;
+    if (strncmp(G.cfg.redis, "unix:", 5) == 0) /* Redis on this host */
+        ac = redisAsyncConnectUnix(G.cfg.redis + 5);
+    else if (gw_parse_addr(G.cfg.redis, host, sizeof host, &port))
         return false;
-    redisAsyncContext *ac = redisAsyncConnect(host, port);
+    else
+        ac = redisAsyncConnect(host, port);
     if (!ac)
         return false;
     if (ac->err || rp_attach(ac, &r->w->loop)) {

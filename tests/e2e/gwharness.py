@@ -145,13 +145,19 @@ class Procs:
         p, (port, admin) = self.start_listening(2, args, "gateway.log")
         return Gateway(p, port, admin, admin_token, self)
 
-    def redis(self):
-        """A redis-server on a free loopback port, nothing persisted."""
+    def redis(self, unix=False):
+        """A redis-server on a free loopback port, nothing persisted;
+        unix: also on the Unix socket redis_socket(port)."""
         p, (port,) = self.start_listening(1, lambda port: [
             "redis-server", "--port", str(port), "--bind", "127.0.0.1",
-            "--save", "", "--appendonly", "no"],
+            "--save", "", "--appendonly", "no"] + (
+                ["--unixsocket", self.redis_socket(port),
+                 "--unixsocketperm", "700"] if unix else []),
             lambda port: "redis-%d.log" % port)
         return p, port
+
+    def redis_socket(self, port):
+        return os.path.join(self.dir, "redis-%d.sock" % port)
 
     def log(self, name):
         try:

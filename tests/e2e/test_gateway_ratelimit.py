@@ -16,6 +16,7 @@ import http.client
 import json
 import shutil
 import signal
+import subprocess
 import sys
 import time
 
@@ -64,7 +65,7 @@ def body(procs, c):
     gw.proc.wait(10)
 
     # Redis: two gateways, one bucket of 5
-    rproc, rport = procs.redis()
+    rproc, rport = procs.redis(unix=True)
     f = procs.write_file("redis.json", doc(be, 5))
     g1 = procs.gateway("--routes", f, "--redis", "127.0.0.1:%d" % rport)
     g2 = procs.gateway("--routes", f, "--redis", "127.0.0.1:%d" % rport)
@@ -84,6 +85,7 @@ def body(procs, c):
     c.eq(sorted(keys), ["request_rate_limiter.{limited.127.0.0.1}.timestamp",
                         "request_rate_limiter.{limited.127.0.0.1}.tokens"],
          "SCG's key names")
+    unix_socket(procs, c, f, rport)
 
     # the script flushed from Redis (as after a restart): loaded again
     h.redis_cmd(rport, "SCRIPT", "FLUSH")
@@ -120,6 +122,36 @@ def body(procs, c):
     c.ok(fo is not None and fo >= 20, "fail-open requests counted: %r" % fo)
 
     redis_batches(procs, c, be)
+
+
+def unix_socket(procs, c, f, rport):
+    """--redis unix:PATH: the same bucket through Redis's Unix socket; a
+    bad PATH refused at start with the option named."""
+    g3 = procs.gateway("--routes", f, "--redis",
+                       "unix:" + procs.redis_socket(rport))
+    # an empty bucket stamped ahead of Redis's clock: no refill
+    ahead = str(redis_second(rport) + 100)
+    bucket = "request_rate_limiter.{limited.127.0.0.1}."
+    h.redis_cmd(rport, "SETEX", bucket + "tokens", "20", "0")
+    h.redis_cmd(rport, "SETEX", bucket + "timestamp", "20", ahead)
+    st, hd, _ = g3.request("GET", "/l/x")
+    c.eq((st, hd.get("x-ratelimit-remaining")), (429, "0"),
+         "unix:PATH: the bucket in Redis, empty: denied")
+    run = within_one_second(rport, lambda: [
+        (st, hd.get("x-ratelimit-remaining"))
+        for st, hd, _ in (g3.request("GET", "/l/x") for _ in range(2))])
+    c.eq(run and run[0], [(200, "4"), (200, "3")],
+         "unix:PATH: a fresh bucket of 5 drawn")
+    c.eq(g3.metric("gateway_rate_limit_redis_errors_total"), 0,
+         "unix:PATH: no Redis error")
+    g3.proc.terminate()
+    g3.proc.wait(10)
+    for bad in ("unix:", "unix:/" + "d" * 120):
+        r = subprocess.run([h.binary(), "--listen", "127.0.0.1:0", "--redis",
+                            bad], capture_output=True, text=True, timeout=30)
+        c.ok(r.returncode != 0 and
+             ("bad --redis %s (unix:PATH" % bad) in r.stderr,
+             "--redis %s refused: %r" % (bad[:12], r.stderr[-200:]))
 
 
 def burst_doc(be):

@@ -26,7 +26,9 @@
 # the same rate limit shared through a redis-server (--redis; one Redis
 # round trip per request at most, pipelined on each worker's connection,
 # the calls of a loop iteration on one bucket in one script call), with
-# the redis-server's own CPU time and script calls per request. The local
+# the redis-server's own CPU time and script calls per request; with
+# REDIS_UNIX=1 the gateway reaches it through its Unix socket (--redis
+# unix:PATH; default 0: loopback TCP, the rows of earlier runs). The local
 # limit and the breaker run beside a control (the 1-route gateway again),
 # the three rotated from round to round, and their ratios are to the
 # control, not to the 1-route row (second in the round): the storm's
@@ -85,9 +87,11 @@ PIN=${PIN:-1}
 CASES=${CASES:-one,many,storm,policy,pipeline,pairs}
 PAIRS=${PAIRS:-10}
 PHASE=${PHASE:-2}
+REDIS_UNIX=${REDIS_UNIX:-0}
 has_case() { case ",$CASES," in *",$1,"*) return 0 ;; esac; return 1; }
 # a setting this script would not act on is refused, not ignored
 case "$PIN" in 0|1|shared) ;; *) echo "run.sh: PIN=$PIN: 0, 1 or shared" >&2; exit 2 ;; esac
+case "$REDIS_UNIX" in 0|1) ;; *) echo "run.sh: REDIS_UNIX=$REDIS_UNIX: 0 or 1" >&2; exit 2 ;; esac
 IFS=, read -r -a case_list <<< "$CASES"
 for c in "${case_list[@]}"; do
   case "$c" in one|many|storm|policy|pipeline|pairs) ;;
@@ -317,7 +321,7 @@ open(res, "a").write("%s|%f|%f|%f|%d|%f|%f|%f|%f\n" % (
 PY
 }
 
-echo "wrk -t1 -c$CONNECTIONS -d${DURATION}s after ${WARMUP}s warm-up, median of $ROUNDS rounds; ${#cpu_list[@]} cores; $WORKERS proxy worker(s); $pin_note; CPU: $cpu_src; load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "wrk -t1 -c$CONNECTIONS -d${DURATION}s after ${WARMUP}s warm-up, median of $ROUNDS rounds; ${#cpu_list[@]} cores; $WORKERS proxy worker(s); $pin_note; CPU: $cpu_src$([ "$REDIS_UNIX" = 1 ] && echo "; Redis on its Unix socket"); load $(cut -d' ' -f1-3 /proc/loadavg)"
 printf "%-28s %10s %9s %9s %8s %9s %8s %7s %7s %6s\n" case "req/s" "p50 ms" "p99 ms" errors requests "us/req" "cs/req" "sys-cs" "sirq"
 # us/req: the proxy's CPU time (all its threads) per request; cs/req: its
 # context switches per request; sys-cs: the machine's context switches per
@@ -378,9 +382,12 @@ PY
 }
 RP=$(port)
 redis-server --port "$RP" --bind 127.0.0.1 --save "" --appendonly no \
+  --unixsocket "$work/redis.sock" --unixsocketperm 700 \
   >"$work/redis.log" 2>&1 &
 redispid=$!; pids+=($redispid)
 wait_port $RP
+redis_addr=127.0.0.1:$RP
+if [ "$REDIS_UNIX" = 1 ]; then redis_addr=unix:$work/redis.sock; fi
 redis_snap() { # "cpu-ns script-calls script-usec" of the redis-server
   echo "$(cpu_ns "$redispid" | cut -d' ' -f1)" \
     "$(redis-cli -p "$RP" INFO commandstats | tr -d '\r' | python3 -c '
@@ -461,7 +468,7 @@ for round in $(seq "$ROUNDS"); do
     run_wrk "mini-gateway, ${pc#*|}" "http://127.0.0.1:$GP/$url_end" $gwpid
     stop_pid $gwpid
   done
-  start_gw "$work/limit.json" --redis 127.0.0.1:$RP
+  start_gw "$work/limit.json" --redis "$redis_addr"
   rs0=$(redis_snap)
   run_wrk "mini-gateway, Redis limit" "http://127.0.0.1:$GP/$url_end" $gwpid
   redis_row "$rs0" "$(redis_snap)"
@@ -549,7 +556,7 @@ policy_pairs() {
     breaker.json limit.json) pport=() ppid=()
   for i in 0 1 2 3; do
     GP=$(port) AP=$(port)
-    if [ $i = 3 ]; then start_gw "$work/${conf[$i]}" --redis 127.0.0.1:$RP
+    if [ $i = 3 ]; then start_gw "$work/${conf[$i]}" --redis "$redis_addr"
     else start_gw "$work/${conf[$i]}"; fi
     pport[$i]=$GP ppid[$i]=$gwpid
     [ "$WARMUP" = 0 ] || wrk -t1 -c"$CONNECTIONS" -d"${WARMUP}s" \

@@ -1788,6 +1788,36 @@ START_TEST(weight_draw_is_fixed_by_the_request_seed) {
 }
 END_TEST
 
+/* A first document's weight members are found in document order and
+ * placed by rank: here the document's positions 1 and 2 are the weight
+ * routes, and slots 1 and 2 (ranks) are w2 and p, so a member noted by
+ * its position instead of its slot would leave w1 out of the group. */
+START_TEST(weight_members_of_a_first_document_out_of_rank_order) {
+    sy_router *r = router_with(
+        "[{\"id\":\"p\",\"uri\":\"http://c\",\"order\":2,\"predicates\":"
+        "[\"Path=/p\"]},"
+        " {\"id\":\"w1\",\"uri\":\"http://a\",\"order\":0,\"predicates\":"
+        "[\"Path=/w\",\"Weight=g,1\"]},"
+        " {\"id\":\"w2\",\"uri\":\"http://b\",\"order\":1,\"predicates\":"
+        "[\"Path=/w\",\"Weight=g,1\"]}]");
+    size_t n1 = 0, n2 = 0;
+    for (uint64_t seed = 1; seed <= 400; seed++) {
+        rq q = request("GET", "h", "/w");
+        q.req.seed = seed;
+        const char *a = match_id(r, &q);
+        ck_assert_ptr_nonnull(a);
+        n1 += strcmp(a, "w1") == 0;
+        n2 += strcmp(a, "w2") == 0;
+    }
+    ck_assert_uint_gt(n1, 120);
+    ck_assert_uint_gt(n2, 120);
+    ck_assert_uint_eq(n1 + n2, 400);
+    rq q = request("GET", "h", "/p");
+    ck_assert_match(r, &q, "p");
+    sy_router_free(r);
+}
+END_TEST
+
 START_TEST(weight_zero_member_is_never_drawn) {
     sy_router *r =
         router_with("[{\"id\":\"w0\",\"uri\":\"http://a\",\"predicates\":"
@@ -2043,6 +2073,7 @@ int main(void) {
     tcase_add_test(tc, same_routes_in_two_routers_have_equal_fingerprints);
     tcase_add_test(tc, fingerprint_changes_with_the_routes);
     tcase_add_test(tc, weight_draw_is_fixed_by_the_request_seed);
+    tcase_add_test(tc, weight_members_of_a_first_document_out_of_rank_order);
     tcase_add_test(tc, weight_zero_member_is_never_drawn);
     tcase_add_test(tc, weight_removed_member_leaves_no_stale_range);
     tcase_add_test(tc,

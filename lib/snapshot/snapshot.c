@@ -575,43 +575,23 @@ static int derive_start(derive *d, const sy__snapshot_config *cfg,
         !(d->order = key_order(a, d->changes, n)))
         return SY_ENOMEM;
     /* a first document: every live route is one of the changes, whose
-     * scratch needs and weight slots the change loop notes while it reads
-     * the route anyway (compact_and_index then needs no pass of its own) */
+     * scratch needs and weight slots one pass in document order notes
+     * (fresh_needs; compact_and_index then needs no pass of its own) */
     if (d->order && !(d->fresh_ws = sy__malloc(a, n * sizeof *d->fresh_ws)))
         return SY_ENOMEM;
     return SY_OK;
 }
 
-/* What change c + 12 (its id's hash or text, its fingerprint, the rank
- * order's sequence hash), c + 6 and c + 3 (what scratch_needs reads)
- * will read: in key order they lie all over the heap. */
+/* What change c + 12 will read (its id's hash or text, its fingerprint
+ * for the rank order's sequence hash when that is kept): in key order
+ * they lie all over the heap. */
 static void prefetch_changes(const derive *d, size_t c) {
-    size_t n = d->n;
-    if (c + 12 < n) {
+    if (c + 12 < d->n) {
         const sy__route_change *ah = change_at(d, c + 12);
         if (!ah->id_hash) /* else the change carries its id's hash */
             __builtin_prefetch(ah->id);
-        if (ah->route) {
+        if (ah->route && !d->s->fp_lazy)
             __builtin_prefetch(&ah->route->fingerprint);
-            if (d->fresh_ws) { /* and what scratch_needs reads */
-                __builtin_prefetch(&ah->route->predicate_count);
-                __builtin_prefetch(&ah->route->cpred);
-            }
-        }
-    }
-    if (d->fresh_ws && c + 6 < n) {
-        const struct sy_route *ar = d->changes[d->order[c + 6]].route;
-        if (ar) {
-            __builtin_prefetch(ar->cpred);
-            __builtin_prefetch(ar->more->cfilters);
-        }
-    }
-    if (d->fresh_ws && c + 3 < n) {
-        const struct sy_route *ar = d->changes[d->order[c + 3]].route;
-        for (size_t k = 0; ar && k < ar->predicate_count && k < 8; k++)
-            __builtin_prefetch(sy__route_cpred(ar, k));
-        for (size_t k = 0; ar && k < ar->more->filter_count && k < 8; k++)
-            __builtin_prefetch(ar->more->cfilters[k]);
     }
 }
 
@@ -669,8 +649,35 @@ static bool derive_add(derive *d, const sy__route_change *ch, uint32_t h,
         return false;
     d->added[d->added_count++] = slot;
     d->live++;
-    if (d->fresh_ws && scratch_needs(s, ch->route) && !ch->route->disabled)
-        d->fresh_ws[d->fresh_wn++] = slot;
+    return true;
+}
+
+/* A first document's scratch needs and weight candidates (fresh_ws) in
+ * the changes' own order (the document's, which the parse allocated the
+ * routes in: up the heap a page in turn), not the change loop's key order
+ * (a miss and a TLB miss a route line); the rare weight routes' change
+ * numbers become slots through d->added (key order) at the end. */
+static bool fresh_needs(derive *d) {
+    const sy__route_change *ch = d->changes;
+    size_t n = d->n;
+    for (size_t c = 0; c < n; c++) {
+        if (c + 4 < n && ch[c + 4].route)
+            __builtin_prefetch(ch[c + 4].route->cpred);
+        const struct sy_route *r = ch[c].route;
+        if (r && scratch_needs(d->s, r) && !r->disabled)
+            d->fresh_ws[d->fresh_wn++] = (uint32_t)c;
+    }
+    if (!d->fresh_wn)
+        return true;
+    uint32_t *slot_of = sy__malloc(d->a, n * sizeof *slot_of);
+    if (!slot_of)
+        return false;
+    for (size_t i = 0, k = 0; i < n; i++)
+        if (change_at(d, i)->route)
+            slot_of[d->order[i]] = d->added[k++];
+    for (size_t j = 0; j < d->fresh_wn; j++)
+        d->fresh_ws[j] = slot_of[d->fresh_ws[j]];
+    sy__free(d->a, slot_of);
     return true;
 }
 
@@ -719,6 +726,8 @@ static int derive_changes(derive *d) {
         if (ch->route && !derive_add(d, ch, h, pos))
             return SY_ENOMEM;
     }
+    if (d->fresh_ws && !fresh_needs(d))
+        return SY_ENOMEM;
     for (size_t i = 0; i < d->added_count; i++) /* private chunks: no copy */
         sy__snap_slot_mut(s, d->added[i])->weight = NONE;
     sy__snap_rank_recount(s);

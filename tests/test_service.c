@@ -1215,17 +1215,29 @@ START_TEST(no_ring_is_built_for_a_service_no_hash_pick_used) {
     sy__select_params rr = SY_SELECT_PARAMS_INIT;
     sy__select_params rnd = SY_SELECT_PARAMS_INIT;
     rnd.policy = SY_LB_RANDOM;
+    /* the first round-robin pick of a group of several weights makes its
+     * smooth cycle (service_select.c sy__svc_wrr_get), once */
     long before = f.calls;
+    pick(v1, &rr);
+    long cycle = f.calls - before;
+    ck_assert_int_gt(cycle, 0);
+    before = f.calls;
     for (int i = 0; i < 100; i++) {
         rnd.seed = (uint64_t)i + 1;
         pick(v1, &rr);
         pick(v1, &rnd);
     }
-    ck_assert_int_eq(f.calls, before); /* balancing allocates nothing */
+    ck_assert_int_eq(f.calls, before); /* balancing allocates nothing more */
     sy__service *v2 = zoned(&a, 7);
     before = f.calls;
     sy__service_inherit_rr(v2, v1);
-    ck_assert_int_eq(f.calls, before); /* v1 had no ring: v2 builds none */
+    /* v1's cycle was used: v2's is made by the writer, the same work; v1
+     * had no ring: v2 builds none */
+    ck_assert_int_eq(f.calls - before, cycle);
+    before = f.calls;
+    for (int i = 0; i < 100; i++)
+        pick(v2, &rr);
+    ck_assert_int_eq(f.calls, before); /* no reader builds v2's cycle */
     /* a first hash pick builds its group's ring; later ones reuse it */
     before = f.calls;
     zone_hash_pick(v2, "z2", 1);
@@ -1236,6 +1248,38 @@ START_TEST(no_ring_is_built_for_a_service_no_hash_pick_used) {
     ck_assert_int_eq(f.calls, before);
     sy__service_unref(v1);
     sy__service_unref(v2);
+}
+END_TEST
+
+/* A service's build makes no smooth cycle (only a round-robin pick does),
+ * and a pick that cannot have one (memory) still gives every instance its
+ * weight's share of each cycle. */
+START_TEST(round_robin_cycle_is_made_by_the_first_pick_or_skipped) {
+    fail_state f = {.budget = -1};
+    sy_allocator user = {fail_malloc, fail_realloc, fail_free, &f};
+    sy__alloc a;
+    sy__alloc_init(&a, &user);
+    sy__service *s = zoned(&a, -1);
+    sy__select_params rr = SY_SELECT_PARAMS_INIT;
+    rr.zone = (sy_str){"z1", 2};
+    f.budget = 0; /* no cycle can be made: the permutation */
+    int seen[60] = {0};
+    long W = 0; /* z1: n30..n49, weights i % 4 + 1 */
+    for (int i = 30; i < 50; i++)
+        W += i % 4 + 1;
+    for (long t = 0; t < 2 * W; t++)
+        seen[atoi(pick(s, &rr) + 1)]++;
+    for (int i = 0; i < 60; i++)
+        ck_assert_int_eq(seen[i], i >= 30 && i < 50 ? 2 * (i % 4 + 1) : 0);
+    f.budget = -1; /* now the next pick makes it, and keeps to the cycle */
+    long before = f.calls;
+    memset(seen, 0, sizeof seen);
+    for (long t = 0; t < W; t++)
+        seen[atoi(pick(s, &rr) + 1)]++;
+    ck_assert_int_gt(f.calls, before);
+    for (int i = 30; i < 50; i++)
+        ck_assert_int_eq(seen[i], i % 4 + 1);
+    sy__service_unref(s);
 }
 END_TEST
 
@@ -1704,6 +1748,7 @@ int main(void) {
     tcase_add_test(tc, round_robin_weights_1_2_7_are_exact_per_cycle);
     tcase_add_test(tc, round_robin_is_smooth_like_nginx);
     tcase_add_test(tc, round_robin_breaks_ties_by_instance_order_like_nginx);
+    tcase_add_test(tc, round_robin_cycle_is_made_by_the_first_pick_or_skipped);
     tcase_add_test(tc, round_robin_1_2_7_has_no_long_runs);
     tcase_add_test(tc, round_robin_with_40_distinct_weights_is_exact_per_cycle);
     tcase_add_test(tc, round_robin_with_huge_weights_is_exact_per_cycle);

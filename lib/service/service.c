@@ -258,6 +258,7 @@ static int sy__svc_group_add(sy__service *s, uint32_t parent, char tag,
     g->key_len = len;
     g->twin = SY_NONE;
     atomic_init(&g->ring, NULL);
+    atomic_init(&g->wrr, NULL);
     if (tag != 'a' && tag != 'u') {
         sy__svc_map_put(s->map, s->map_cap, sy__svc_gkey(parent, tag, kh), id);
         s->map_used++;
@@ -281,6 +282,7 @@ static int sy__svc_group_get(sy__service *s, uint32_t parent, char tag,
 static void sy__svc_destroy(sy__service *s) {
     sy__alloc a = s->alloc;
     sy__svc_ring_release(s);
+    sy__svc_wrr_release(s);
     for (size_t i = 0; s->inst && i < s->n; i++)
         sy__svc_health_release(&a, &s->inst[i]);
     sy__free(&a, s->groups);
@@ -447,6 +449,7 @@ static int sy__svc_build_groups(sy__service *s) {
         gr->prob = t->prob;
         gr->alias = t->alias;
         gr->sched = t->sched;
+        gr->smooth = t->smooth; /* its cycle: the twin's wrr */
         gr->step = t->step;
     }
     s->deflt =
@@ -595,4 +598,5 @@ void sy__service_inherit_rr(sy__service *dst, const sy__service *src) {
                                   memory_order_relaxed);
     }
     sy__svc_ring_inherit(dst, src);
+    sy__svc_wrr_inherit(dst, src);
 }

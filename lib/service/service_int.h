@@ -119,9 +119,13 @@ typedef struct sy__svc_group {
     uint64_t *cum;   /* cumulative reduced weights (permutation RR) */
     uint64_t *prob;  /* alias table for weighted random: keep position k */
     uint32_t *alias; /* when u < prob[k], else take alias[k] */
-    uint32_t *sched; /* smooth WRR cycle of instance indices, or NULL */
-    uint64_t step;   /* when sched is NULL: permutation multiplier */
-    uint32_t twin;   /* group with the same members, or SY_NONE */
+    uint32_t *sched; /* one weight class: the cycle (= members), or NULL */
+    /* more classes: the smooth WRR cycle, built on the first round-robin
+     * pick (never set on a twin: its owner's is used), see smooth */
+    _Atomic(uint32_t *) wrr;
+    bool smooth;   /* a smooth cycle is wanted (else the permutation) */
+    uint64_t step; /* permutation multiplier: without sched and wrr */
+    uint32_t twin; /* group with the same members, or SY_NONE */
     sy__svc_counter *rr;
     /* the hash ring, NULL until built (never set on a twin) */
     _Atomic(sy__svc_gring *) ring;
@@ -303,7 +307,15 @@ bool sy__svc_health_ejected(const sy__svc_inst *in, const sy__select_params *p,
 /* ---- balancing structures (service_select.c) ---- */
 
 /* Fill g->cum, g->total, the alias table and the round-robin schedule (or
- * permutation step) of group `g` from its members' weights. */
+ * permutation step) of group `g` from its members' weights. A smooth
+ * cycle of several weight classes is not built here but on the group's
+ * first round-robin pick (g->wrr), or by sy__svc_wrr_inherit. */
 int sy__svc_finish_group(sy__service *s, sy__svc_group *g);
+/* Build now (writer side) the smooth cycles of the groups of `dst` whose
+ * counterparts in its predecessor `src` had one, so readers of a service
+ * picked by round robin do not build one after an instance update. */
+void sy__svc_wrr_inherit(sy__service *dst, const sy__service *src);
+/* Free the smooth cycles built for s's groups. */
+void sy__svc_wrr_release(sy__service *s);
 
 #endif

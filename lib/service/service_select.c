@@ -9,8 +9,10 @@
  * is present), optionally descend to the hint child and the zone child
  * (one lookup each), and balance inside that group. Because every
  * candidate set is a precomputed group, round robin is exact over each
- * cycle of the group's schedule. No lock, no allocation; the only mutable
- * state is the group's atomic round-robin counter.
+ * cycle of the group's schedule. No lock; the only mutable state is the
+ * group's atomic round-robin counter, and the smooth cycle of a group of
+ * several weights, made by its first round-robin pick (sy__svc_wrr_get:
+ * one allocation, then never again for that service version).
  */
 #include "service/service_int.h"
 
@@ -31,7 +33,7 @@ typedef struct sy__svc_class {
  * grouped by class, ascending inside a class. Distinct weights are few in
  * practice: a small table finds them; many fall back to a sort. Returns
  * the class count, 0 for memory. */
-static size_t sy__svc_classes(sy__service *s, const uint64_t *w, uint32_t n,
+static size_t sy__svc_classes(const sy__alloc *a, const uint64_t *w, uint32_t n,
                               uint32_t *order, sy__svc_class **out) {
     enum { FEW = 16 };
     uint64_t few[FEW];
@@ -44,11 +46,11 @@ static size_t sy__svc_classes(sy__service *s, const uint64_t *w, uint32_t n,
             few[c] = w[k];
     }
     if (nc <= FEW) {
-        sy__svc_class *cl = sy__calloc(&s->alloc, nc, sizeof *cl);
-        uint8_t *of = sy__malloc(&s->alloc, n);
+        sy__svc_class *cl = sy__calloc(a, nc, sizeof *cl);
+        uint8_t *of = sy__malloc(a, n);
         if (!cl || !of) {
-            sy__free(&s->alloc, cl);
-            sy__free(&s->alloc, of);
+            sy__free(a, cl);
+            sy__free(a, of);
             return 0;
         }
         for (uint32_t k = 0; k < n; k++) {
@@ -67,26 +69,26 @@ static size_t sy__svc_classes(sy__service *s, const uint64_t *w, uint32_t n,
             order[cl[of[k]].p++] = k;
         for (size_t c = 0; c < nc; c++)
             cl[c].p = 0;
-        sy__free(&s->alloc, of);
+        sy__free(a, of);
         *out = cl;
         return nc;
     }
-    uint64_t *key = sy__malloc(&s->alloc, (size_t)n * sizeof *key);
+    uint64_t *key = sy__malloc(a, (size_t)n * sizeof *key);
     if (!key)
         return 0;
     for (uint32_t k = 0; k < n; k++)
         key[k] = (w[k] << 32) | k;
-    if (!sy__sort_by_u64(&s->alloc, key, n, sizeof *key, 0)) {
-        sy__free(&s->alloc, key);
+    if (!sy__sort_by_u64(a, key, n, sizeof *key, 0)) {
+        sy__free(a, key);
         return 0;
     }
     nc = 0;
     for (uint32_t k = 0; k < n; k++)
         if (k == 0 || (key[k] >> 32) != (key[k - 1] >> 32))
             nc++;
-    sy__svc_class *cl = sy__calloc(&s->alloc, nc, sizeof *cl);
+    sy__svc_class *cl = sy__calloc(a, nc, sizeof *cl);
     if (!cl) {
-        sy__free(&s->alloc, key);
+        sy__free(a, key);
         return 0;
     }
     size_t c = 0;
@@ -99,7 +101,7 @@ static size_t sy__svc_classes(sy__service *s, const uint64_t *w, uint32_t n,
         cl[c - 1].m++;
         order[k] = (uint32_t)key[k];
     }
-    sy__free(&s->alloc, key);
+    sy__free(a, key);
     *out = cl;
     return nc;
 }
@@ -113,8 +115,9 @@ static size_t sy__svc_classes(sy__service *s, const uint64_t *w, uint32_t n,
  * above the step's winner, which the loop watches: it gives up (false,
  * nothing to undo but the classes) before any key could overflow.
  */
-static bool sy__svc_schedule_packed(sy__svc_group *g, sy__svc_class *cl,
-                                    size_t nclass, const uint32_t *order) {
+static bool sy__svc_schedule_packed(const sy__svc_group *g, sy__svc_class *cl,
+                                    size_t nclass, const uint32_t *order,
+                                    uint32_t *sched) {
     enum { MAXC = 16 };
     const int64_t two32 = (int64_t)1 << 32, W = (int64_t)g->total;
     int64_t key[MAXC], inc[MAXC];
@@ -141,9 +144,60 @@ static bool sy__svc_schedule_packed(sy__svc_group *g, sy__svc_class *cl,
             key[best] -= W * two32;
         }
         key[best] += (int64_t)pos - (int64_t)order[c->start + c->p];
-        g->sched[t] = g->members[pos];
+        sched[t] = g->members[pos];
     }
     return true;
+}
+
+/* Group g's weights divided by their gcd into w[0, g->n); returns their
+ * sum. The gcd stops at 1 (the usual: a weight of 1, or two coprime ones)
+ * and then nothing is divided: each step of Euclid's loop and each
+ * division is a 64-bit divide, tens of cycles, per member. */
+static uint64_t sy__svc_reduced_weights(const sy__service *s,
+                                        const sy__svc_group *g, uint64_t *w) {
+    uint64_t d = 0, total = 0;
+    for (uint32_t k = 0; k < g->n && d != 1; k++)
+        d = sy__svc_gcd(s->inst[g->members[k]].pub.weight, d);
+    for (uint32_t k = 0; k < g->n; k++) {
+        uint64_t x = s->inst[g->members[k]].pub.weight;
+        w[k] = d == 1 ? x : x / d;
+        total += w[k];
+    }
+    return total;
+}
+
+/* The smooth cycle of classes cl[0, nclass) (order: their members'
+ * positions) into sched[0, g->total): the slow loop where the packed one
+ * gives up. */
+static void sy__svc_schedule_fill(const sy__svc_group *g, sy__svc_class *cl,
+                                  size_t nclass, const uint32_t *order,
+                                  uint32_t *sched) {
+    uint64_t W = g->total;
+    if (sy__svc_schedule_packed(g, cl, nclass, order, sched))
+        return;
+    for (size_t k = 0; k < nclass; k++)
+        cl[k].v = cl[k].p = 0;
+    for (uint64_t t = 0; t < W; t++) {
+        size_t best = 0;
+        int64_t bestv = 0;
+        uint32_t bestpos = 0;
+        for (size_t k = 0; k < nclass; k++) {
+            sy__svc_class *c = &cl[k];
+            c->v += (int64_t)c->w;
+            uint32_t pos = order[c->start + c->p];
+            if (k == 0 || c->v > bestv || (c->v == bestv && pos < bestpos)) {
+                best = k;
+                bestv = c->v;
+                bestpos = pos;
+            }
+        }
+        sy__svc_class *c = &cl[best];
+        if (++c->p == c->m) {
+            c->p = 0;
+            c->v -= (int64_t)W;
+        }
+        sched[t] = g->members[bestpos];
+    }
 }
 
 /*
@@ -154,55 +208,108 @@ static bool sy__svc_schedule_packed(sy__svc_group *g, sy__svc_class *cl,
  * pick count and take turns in index order: one candidate per class,
  * whose current weight grows by w each step and drops by W each time the
  * class has given every member a turn. One class (equal weights): the
- * cycle is the members in order, so the schedule is the member array.
+ * cycle is the member array. With more, the cycle (W steps of a loop over
+ * the classes: ~60 instructions a step, 300,000 for a service of 1,000
+ * instances in three zones) is only marked wanted here (g->smooth) and
+ * built on the group's first round-robin pick: most groups of an update
+ * (zone, hint and version groups, groups of services balanced at random
+ * or by hash) are never picked by round robin.
  */
 static int sy__svc_build_schedule(sy__service *s, sy__svc_group *g,
                                   const uint64_t *w) {
     uint64_t W = g->total;
     uint32_t n = g->n;
-    uint32_t *order = sy__malloc(&s->alloc, (size_t)n * sizeof *order);
-    sy__svc_class *cl = NULL;
-    size_t nclass = order ? sy__svc_classes(s, w, n, order, &cl) : 0;
-    if (nclass == 0) {
+    if (W == n) { /* weights reduced by their gcd: all 1, one class */
+        g->sched = g->members;
+        return 0;
+    }
+    /* the classes are counted only when their bound n could be too many */
+    size_t nclass = n;
+    if (n * W > SVC_SCHED_WORK) {
+        uint32_t *order = sy__malloc(&s->alloc, (size_t)n * sizeof *order);
+        sy__svc_class *cl = NULL;
+        nclass = order ? sy__svc_classes(&s->alloc, w, n, order, &cl) : 0;
         sy__free(&s->alloc, order);
-        return SY_ENOMEM;
+        sy__free(&s->alloc, cl);
+        if (nclass == 0)
+            return SY_ENOMEM;
     }
-    int rc = 0;
-    if (nclass == 1) {
-        g->sched = g->members; /* W == n */
-    } else if (nclass * W > SVC_SCHED_WORK) {
-        rc = 1; /* too much work: caller uses the permutation */
-    } else if (!(g->sched = sy__svc_arena_array(s, W, sizeof *g->sched))) {
-        rc = SY_ENOMEM;
-    } else if (!sy__svc_schedule_packed(g, cl, nclass, order)) {
-        for (size_t k = 0; k < nclass; k++)
-            cl[k].v = cl[k].p = 0;
-        for (uint64_t t = 0; t < W; t++) {
-            size_t best = 0;
-            int64_t bestv = 0;
-            uint32_t bestpos = 0;
-            for (size_t k = 0; k < nclass; k++) {
-                sy__svc_class *c = &cl[k];
-                c->v += (int64_t)c->w;
-                uint32_t pos = order[c->start + c->p];
-                if (k == 0 || c->v > bestv ||
-                    (c->v == bestv && pos < bestpos)) {
-                    best = k;
-                    bestv = c->v;
-                    bestpos = pos;
-                }
-            }
-            sy__svc_class *c = &cl[best];
-            if (++c->p == c->m) {
-                c->p = 0;
-                c->v -= (int64_t)W;
-            }
-            g->sched[t] = g->members[bestpos];
-        }
+    if (nclass * W > SVC_SCHED_WORK)
+        return 1; /* too much work: caller uses the permutation */
+    g->smooth = true;
+    return 1; /* the permutation too: the pick's fallback for memory */
+}
+
+/* The smooth cycle of non-twin group g (its `smooth` set), made now, or
+ * NULL for memory. */
+static uint32_t *sy__svc_wrr_make(const sy__service *s,
+                                  const sy__svc_group *g) {
+    const sy__alloc *a = &s->alloc;
+    uint32_t n = g->n;
+    uint64_t *w = sy__malloc(a, (size_t)n * sizeof *w);
+    uint32_t *order = sy__malloc(a, (size_t)n * sizeof *order);
+    uint32_t *sched = sy__malloc(a, (size_t)g->total * sizeof *sched);
+    sy__svc_class *cl = NULL;
+    size_t nclass = 0;
+    if (w && order && sched) {
+        (void)sy__svc_reduced_weights(s, g, w);
+        nclass = sy__svc_classes(a, w, n, order, &cl);
     }
-    sy__free(&s->alloc, order);
-    sy__free(&s->alloc, cl);
-    return rc;
+    if (nclass)
+        sy__svc_schedule_fill(g, cl, nclass, order, sched);
+    else {
+        sy__free(a, sched);
+        sched = NULL;
+    }
+    sy__free(a, w);
+    sy__free(a, order);
+    sy__free(a, cl);
+    return sched;
+}
+
+/* Group g's smooth cycle, built by the first pick that needs it
+ * (lock-free: racing builders publish one and free the others); NULL
+ * when it cannot be had (memory): the pick then takes the permutation. */
+static const uint32_t *sy__svc_wrr_get(const sy__service *s,
+                                       const sy__svc_group *g) {
+    sy__svc_group *o =
+        (sy__svc_group *)(uintptr_t)(g->twin != SY_NONE ? &s->groups[g->twin]
+                                                        : g);
+    uint32_t *c = atomic_load_explicit(&o->wrr, memory_order_acquire);
+    if (c)
+        return c;
+    uint32_t *mine = sy__svc_wrr_make(s, o);
+    if (!mine)
+        return NULL;
+    uint32_t *none = NULL;
+    if (atomic_compare_exchange_strong_explicit(
+            &o->wrr, &none, mine, memory_order_acq_rel, memory_order_acquire))
+        return mine;
+    sy__free(&s->alloc, mine);
+    return none;
+}
+
+void sy__svc_wrr_inherit(sy__service *dst, const sy__service *src) {
+    for (uint32_t g = 0; g < dst->ngroups; g++) {
+        sy__svc_group *gr = &dst->groups[g];
+        if (!gr->smooth || gr->twin != SY_NONE ||
+            atomic_load_explicit(&gr->wrr, memory_order_relaxed))
+            continue;
+        uint32_t o = sy__svc_counterpart(dst, src, g);
+        if (o == SY_NONE)
+            continue;
+        if (src->groups[o].twin != SY_NONE)
+            o = src->groups[o].twin;
+        if (atomic_load_explicit(&src->groups[o].wrr, memory_order_acquire))
+            (void)sy__svc_wrr_get(dst, gr); /* failing: the first pick */
+    }
+}
+
+void sy__svc_wrr_release(sy__service *s) {
+    for (uint32_t g = 0; s->groups && g < s->ngroups; g++)
+        if (s->groups[g].twin == SY_NONE)
+            sy__free(&s->alloc, atomic_load_explicit(&s->groups[g].wrr,
+                                                     memory_order_acquire));
 }
 
 /*
@@ -215,8 +322,8 @@ static int sy__svc_build_alias(sy__service *s, sy__svc_group *g,
                                const uint64_t *w) {
     uint32_t n = g->n;
     uint64_t W = g->total;
-    uint64_t *left = sy__calloc(&s->alloc, n, sizeof *left);
-    uint32_t *stack = sy__calloc(&s->alloc, n, sizeof *stack);
+    uint64_t *left = sy__malloc(&s->alloc, n * sizeof *left);
+    uint32_t *stack = sy__malloc(&s->alloc, n * sizeof *stack);
     g->prob = sy__svc_arena_array(s, n, sizeof *g->prob);
     g->alias = sy__svc_arena_array(s, n, sizeof *g->alias);
     if (!left || !stack || !g->prob || !g->alias) {
@@ -252,23 +359,15 @@ static int sy__svc_build_alias(sy__service *s, sy__svc_group *g,
 int sy__svc_finish_group(sy__service *s, sy__svc_group *g) {
     if (g->n == 0)
         return 0;
-    uint64_t *w = sy__calloc(&s->alloc, g->n, sizeof *w);
-    if (!w)
-        return SY_ENOMEM;
-    uint64_t d = 0;
-    for (uint32_t k = 0; k < g->n; k++)
-        d = sy__svc_gcd(s->inst[g->members[k]].pub.weight, d);
+    uint64_t *w = sy__malloc(&s->alloc, g->n * sizeof *w);
     g->cum = sy__svc_arena_array(s, g->n, sizeof *g->cum);
-    if (!g->cum) {
+    if (!w || !g->cum) {
         sy__free(&s->alloc, w);
         return SY_ENOMEM;
     }
-    uint64_t total = 0;
-    for (uint32_t k = 0; k < g->n; k++) {
-        w[k] = s->inst[g->members[k]].pub.weight / d;
-        total += w[k];
-        g->cum[k] = total;
-    }
+    uint64_t total = sy__svc_reduced_weights(s, g, w);
+    for (uint64_t k = 0, sum = 0; k < g->n; k++)
+        g->cum[k] = sum += w[k];
     g->total = total;
     int rc = sy__svc_build_alias(s, g, w);
     if (rc) {
@@ -336,10 +435,13 @@ static uint32_t sy__svc_cum_pick(const sy__svc_group *g, uint64_t x) {
     return g->members[base - g->cum];
 }
 
-static uint32_t sy__svc_pick_rr(const sy__svc_group *g) {
+static uint32_t sy__svc_pick_rr(const sy__service *s, const sy__svc_group *g) {
     uint64_t c = atomic_fetch_add_explicit(&g->rr->v, 1, memory_order_relaxed);
     if (g->sched)
         return g->sched[c % g->total];
+    const uint32_t *wrr = g->smooth ? sy__svc_wrr_get(s, g) : NULL;
+    if (wrr)
+        return wrr[c % g->total];
     uint64_t pos =
         (uint64_t)(((sy__svc_u128)(c % g->total) * g->step) % g->total);
     return sy__svc_cum_pick(g, pos);
@@ -435,7 +537,7 @@ int sy__service_select_ex(const sy__service *s, const sy__select_params *p,
     else if (p->policy == SY_LB_HASH && p->hash_key.ptr)
         i = sy__svc_ring_pick(s, gr, p->hash_key);
     else
-        i = sy__svc_pick_rr(gr);
+        i = sy__svc_pick_rr(s, gr);
     int64_t now = 0;
     if (!sy__svc_eligible(s, i, p, false, &now)) {
         uint32_t alt = sy__svc_next_eligible(s, g, i, p, false, &now);

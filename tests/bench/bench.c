@@ -1077,18 +1077,23 @@ static void case_update_instances(void) {
         b[i] = a[i];
         b[i].weight = (uint32_t)((i + 1) % 4 + 1);
     }
-    double us[RUNS];
+    double us[RUNS], cpu[RUNS], faults[RUNS];
     size_t done = 0;
     sy_error e;
     for (size_t r = 0; r < RUNS; r++) {
-        uint64_t t0 = bench_now_ns();
+        struct rusage ru0, ru1;
+        getrusage(RUSAGE_SELF, &ru0);
+        uint64_t t0 = bench_now_ns(), c0 = thread_cpu_ns();
         int rc = sy_router_set_instances(t->router, "svc", r % 2 ? b : a, NINST,
                                          NULL, &e);
-        uint64_t dt = bench_now_ns() - t0;
+        uint64_t dt = bench_now_ns() - t0, dc = thread_cpu_ns() - c0;
+        getrusage(RUSAGE_SELF, &ru1);
         if (rc) {
             fail("update/instances", rc, &e);
             break;
         }
+        cpu[done] = (double)dc / 1e3;
+        faults[done] = (double)(ru1.ru_minflt - ru0.ru_minflt);
         us[done++] = (double)dt / 1e3;
     }
     if (done) {
@@ -1096,6 +1101,8 @@ static void case_update_instances(void) {
         memcpy(copy, us, done * sizeof *us);
         result("update/instances", t->routes, bench_median(copy, done), "us");
         print_spread("update/instances", us, done, "us");
+        print_spread("update/instances (thread CPU)", cpu, done, "us");
+        print_spread("update/instances (page faults)", faults, done, "");
     }
     free(a);
     free(b);

@@ -258,8 +258,12 @@ START_TEST(a_key_is_the_whole_answer_of_the_host_walk) {
             if (!out[j].host)
                 continue;
             host_lists++;
+            /* the same candidates (an X_LONE node's is a copy of the
+             * pool's, which the key names) */
             if (hit)
-                ck_assert(out[j].c == key.c && out[j].len == key.len &&
+                ck_assert(out[j].len == key.len &&
+                          memcmp(out[j].c, key.c, key.len * sizeof *key.c) ==
+                              0 &&
                           out[j].proof == key.proof &&
                           out[j].exact == key.exact && key.host);
         }
@@ -594,8 +598,8 @@ static bool node_spells(const sy__index *ix, const xnode *y, const char *seg) {
     words_of(seg, len, &w0, &w1);
     if (y->len != len || y->w0 != w0)
         return false;
-    if (len <= KEY_BYTES)
-        return y->w1 == w1;
+    if (len <= KEY_BYTES) /* a short one's w0 is all of it (X_LONE) */
+        return len < 8 || y->w1 == w1;
     return memcmp(ix->strings + y->w1, seg + 8, len - 8) == 0;
 }
 
@@ -673,7 +677,8 @@ START_TEST(nodes_are_laid_out_by_their_number_of_children) {
             continue; /* a wildcard: not a literal walk */
         uint32_t n = layout_walk(ix, p);
         ck_assert_msg(n != NONE, "%s", p);
-        ck_assert_msg(ix->nodes[n].tlen == 1 || (ix->nodes[n].shape & X_SIDE),
+        ck_assert_msg(ix->nodes[n].tlen == 1 ||
+                          (ix->nodes[n].shape & (X_SIDE | X_LONE)),
                       "%s", p);
     }
     /* s/a: two patterns of s1 kept once, then s2 in the term list, s3 in
@@ -687,6 +692,32 @@ START_TEST(nodes_are_laid_out_by_their_number_of_children) {
     ck_assert(layout_walk(ix, "/k5/f") == NONE);
     ck_assert(layout_walk(ix, "/k8/abcdefgh-ijklmnop-3") == NONE);
     ck_assert(layout_walk(ix, "/k9/abcdefgh-ijklmnop-qrstuvwy") == NONE);
+    /* a lone candidate is in its leaf (X_LONE) where the leaf's fields are
+     * free: under a node of a few children (k1/a), not under an X_HASH
+     * node (k5/a: kids is the parent), not a segment of 8 bytes or more
+     * (k8/abcdefgh: w1 compared); it is its pool copy, and its slot is
+     * the copy's */
+    ck_assert(ix->nodes[layout_walk(ix, "/k1/a")].shape & X_LONE);
+    ck_assert(ix->nodes[layout_walk(ix, "/k4/d")].shape & X_LONE);
+    ck_assert(!(ix->nodes[layout_walk(ix, "/k5/a")].shape & X_LONE));
+    ck_assert(!(ix->nodes[layout_walk(ix, "/k8/abcdefgh")].shape & X_LONE));
+    size_t lone = 0;
+    for (uint32_t j = 0; j < ix->node_count; j++) {
+        const xnode *x = &ix->nodes[j];
+        if (!(x->shape & X_LONE))
+            continue;
+        lone++;
+        ck_assert(!(x->shape &
+                    (X_NLIT | X_WILD | X_HASH | X_HCHILD | X_SIDE | X_MULTI)));
+        ck_assert_uint_lt(x->len, 8);
+        ck_assert_uint_lt(x->kids, ix->ncands);
+        ck_assert_int_eq(
+            memcmp(xnode_lone(x), &ix->cands[x->kids], sizeof(sy__cand)), 0);
+        uint32_t slot = NONE;
+        ck_assert(sy__index_cand_slot(ix, xnode_lone(x), &slot));
+        ck_assert_uint_eq(slot, ix->cslots[x->kids]);
+    }
+    ck_assert_uint_ge(lone, 10);
 
     /* the stepwise build lays out the same nodes, table and side lists */
     size_t n = s->route_count;
@@ -1013,8 +1044,14 @@ START_TEST(a_late_path_or_many_vars_is_not_walk_proven) {
     sy_snapshot *h = sy_router_acquire(r);
     const sy__index *ix = sy__snapshot_from_handle(h)->base;
     for (uint32_t n = 0; n < ix->node_count; n++) /* no walk proof left */
-        for (uint32_t j = 0; j < ix->nodes[n].tlen; j++)
-            ck_assert(!(ix->cands[ix->nodes[n].off + j].flags & SY_CAND_WALK));
+        for (uint32_t j = 0,
+                      len = ix->nodes[n].shape & X_LONE ? 1 : ix->nodes[n].tlen;
+             j < len; j++) {
+            const xnode *x = &ix->nodes[n];
+            const sy__cand *cd =
+                x->shape & X_LONE ? xnode_lone(x) : &ix->cands[x->off + j];
+            ck_assert(!(cd->flags & SY_CAND_WALK));
+        }
     sy_match_ctx *ctx;
     ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
     ck_assert_ptr_null(match_both(h, ctx, "/late/x"));

@@ -347,7 +347,8 @@ static size_t cands_used(const sy__index *ix) {
     size_t end = 0;
     for (uint32_t i = 0; i < ix->node_count; i++) {
         const xnode *x = &ix->nodes[i];
-        size_t t = (size_t)x->off + x->tlen + x->mlen;
+        size_t t = x->shape & X_LONE ? (size_t)x->kids + 1
+                                     : (size_t)x->off + x->tlen + x->mlen;
         if (x->shape & X_SIDE)
             t = 0; /* in side[] */
         end = t > end ? t : end;

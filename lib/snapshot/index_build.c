@@ -341,6 +341,7 @@ static bool build_layout(oneshot *o) {
     for (uint32_t i = 0; i < b->node_count; i++)
         sy__ix_layout_place(b, L, i);
     sy__ix_layout_order(b, L, SIZE_MAX);
+    L->cands = o->ix->cands;
     for (uint32_t j = 0; j < L->count; j++)
         sy__ix_layout_node(b, L, j);
     for (uint32_t j = 0; j < L->count; j++)

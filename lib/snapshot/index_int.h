@@ -9,6 +9,8 @@
 #include "route/predicate.h"
 #include "snapshot/index.h"
 
+#include <stddef.h>
+
 #define NONE SY_NONE /* short local name */
 #define ROOT_PATH 0u
 #define ROOT_HOST 1u
@@ -45,30 +47,33 @@ typedef struct seg_key {
  *   right before its own subtree, the wildcard one first
  *        [P] [*][..subtree of *..] [a][..of a..] [b][..of b..]
  *
- *   w0 | w1         the literal segment of the edge into the node, as
- *                   segment_key's words (len > KEY_BYTES: w0 its first 8
- *                   bytes, w1 the offset of its bytes from the 9th on in
- *                   the index's strings); zero for roots and wildcards
- *   len   u16       that segment's length
+ *   len   u16       the segment of the edge into the node: its length
  *   shape u16       X_NLIT: the number of literal children when they are
  *                   compared one by one (1 .. DIRECT_MAX); X_HASH: more;
  *                   X_WILD: a wildcard child (the first); X_HCHILD: the
  *                   node is an X_HASH node's literal child; X_SIDE: the
  *                   lists are in side[]; X_MULTI: a multi list (mlen or
- *                   X_SIDE)
+ *                   X_SIDE); X_LONE: the one candidate in the node
  *   kids  u32       the first child; with X_HCHILD the parent instead
  *                   (what a child table hit is checked against), the first
- *                   child being then the next node
+ *                   child being then the next node; X_LONE: the pool's
+ *                   place of the node's candidate
+ *   w0 | w1         the segment as segment_key's words (len > KEY_BYTES:
+ *                   w0 its first 8 bytes, w1 the offset of its bytes from
+ *                   the 9th on in the index's strings); zero for roots and
+ *                   wildcards
  *   off   u32       the term list at cands + off, the multi list after it
  *   tlen, mlen u16  their lengths (X_SIDE: both 0xffff)
+ *
+ *   X_LONE:  [len|shape|kids: the pool's place][w0][the candidate: 16]
  *
  * Roots: ROOT_PATH 0 and ROOT_HOST 1.
  */
 typedef struct xnode {
-    uint64_t w0, w1;
     uint16_t len;
     uint16_t shape;
     uint32_t kids;
+    uint64_t w0, w1;
     uint32_t off;
     uint16_t tlen, mlen;
 } xnode;
@@ -81,6 +86,22 @@ typedef struct xnode {
 /* a multi list (mlen != 0, or X_SIDE): tested with the shape's other
  * bits, no second load */
 #define X_MULTI 0x80u
+/* X_LONE: a leaf whose lists are one term candidate, carried in the node
+ * itself over w1, off, tlen and mlen (xnode_lone), so that a cold walk
+ * reads no line of the pool for it; kids is then that candidate's place
+ * in the pool (its copy there, and its slot in cslots). Only where those
+ * fields are free: a leaf (no kids), not an X_HASH node's child (kids is
+ * its parent), its segment shorter than 8 bytes (w0 is all of it, w1 is
+ * not compared), no multi list, no side entry. */
+#define X_LONE 0x100u
+_Static_assert(sizeof(xnode) == 32 && sizeof(sy__cand) == 16 &&
+                   offsetof(xnode, w1) == 16,
+               "an X_LONE node's candidate lies over w1 .. mlen");
+
+/* An X_LONE node's candidate. */
+static inline const sy__cand *xnode_lone(const xnode *x) {
+    return (const sy__cand *)(const void *)&x->w1;
+}
 /* Literal children compared one by one up to this many: a compare is a
  * length and two words, cheaper than hashing the segment and probing. */
 #define DIRECT_MAX 4
@@ -393,6 +414,9 @@ typedef struct layout {
     uint32_t slot_mask;
     char *strings;
     xside *side;
+    /* the candidate pool, filled: an X_LONE node's candidate is copied
+     * from it (set before sy__ix_layout_node) */
+    const sy__cand *cands;
     /* where live, kids, cstart, clist, order and stack are cut from: set
      * before sy__ix_layout_start, which keeps it (empty: allocated) */
     spare room;
@@ -749,14 +773,20 @@ static inline bool index_path_none(const sy__index *ix) {
  * a host without an empty label (no leading, trailing or doubled '.':
  * the walk drops those labels, the probes do not) that both probes
  * missed meets no list in a walk either, and the matcher skips it. */
-/* Whether cd is one of ix's candidates, with its slot in *slot. */
+/* Whether cd is one of ix's candidates, with its slot in *slot: in the
+ * pool, or an X_LONE node's (the slot of its copy in the pool). */
 static inline bool sy__index_cand_slot(const sy__index *ix, const sy__cand *cd,
                                        uint32_t *slot) {
     uintptr_t at = (uintptr_t)(const void *)cd,
-              lo = (uintptr_t)(const void *)ix->cands;
-    if (at < lo || at - lo >= (uintptr_t)ix->ncands * sizeof *cd)
+              lo = (uintptr_t)(const void *)ix->cands,
+              nlo = (uintptr_t)(const void *)ix->nodes;
+    if (at >= lo && at - lo < (uintptr_t)ix->ncands * sizeof *cd) {
+        *slot = ix->cslots[(at - lo) / sizeof *cd];
+        return true;
+    }
+    if (at < nlo || at - nlo >= (uintptr_t)ix->node_count * sizeof(xnode))
         return false;
-    *slot = ix->cslots[(at - lo) / sizeof *cd];
+    *slot = ix->cslots[ix->nodes[(at - nlo) / sizeof(xnode)].kids];
     return true;
 }
 

@@ -168,7 +168,7 @@ size_t sy__ix_layout_order(const builder *b, layout *L, size_t budget) {
 void sy__ix_layout_node(const builder *b, layout *L, uint32_t j) {
     uint32_t o = L->order[j];
     const inode *nd = &b->nodes[o];
-    xnode x = {0, 0, 0, 0, L->first[j], 0, 0, 0};
+    xnode x = {.kids = L->first[j]};
     size_t len = edge_len(b, L, o);
     if (len) {
         const lkey *e = &L->key[o];
@@ -211,7 +211,16 @@ void sy__ix_layout_node(const builder *b, layout *L, uint32_t j) {
     }
     if (x.mlen)
         x.shape |= X_MULTI;
+    /* a lone candidate into the node (X_LONE), its pool place in kids */
+    bool lone = j > ROOT_HOST && !(nlit + w) && len < 8 &&
+                !(x.shape & (X_HCHILD | X_SIDE)) && x.tlen == 1 && !x.mlen;
+    if (lone) {
+        x.shape |= X_LONE;
+        x.kids = x.off;
+    }
     L->xn[j] = x;
+    if (lone)
+        memcpy(&L->xn[j].w1, &L->cands[x.off], sizeof(sy__cand));
 }
 
 void sy__ix_layout_hash(const builder *b, layout *L, uint32_t j) {

@@ -38,8 +38,8 @@ static inline bool node_is(const xnode *x, const char *strings, uint64_t w0,
                            uint64_t w1, const char *s, size_t len) {
     if (x->len != len || x->w0 != w0)
         return false;
-    if (len <= KEY_BYTES)
-        return x->w1 == w1;
+    if (len <= KEY_BYTES) /* w0 is all of a short one (X_LONE's w1) */
+        return len < 8 || x->w1 == w1;
     return memcmp(strings + x->w1, s + 8, len - 8) == 0;
 }
 
@@ -82,11 +82,27 @@ static inline list_ref side_list(const sy__index *ix, uint32_t node,
     return multi ? (list_ref){e->moff, e->mlen} : (list_ref){e->toff, e->tlen};
 }
 
+/* A node's term list in the pool (X_LONE: its candidate's copy). */
 static inline list_ref term_of(const sy__index *ix, const xnode *nd,
                                uint32_t node) {
-    if (nd->shape & X_SIDE)
-        return side_list(ix, node, false);
+    if (nd->shape & (X_SIDE | X_LONE))
+        return nd->shape & X_LONE ? (list_ref){nd->kids, 1}
+                                  : side_list(ix, node, false);
     return (list_ref){nd->off, nd->tlen};
+}
+
+/* collect() of a node's term list: an X_LONE node's from the node (no
+ * line of the pool read). */
+static inline void collect_term(collector *c, const xnode *nd, uint32_t node,
+                                uint8_t proof, bool exact) {
+    if (!(nd->shape & X_LONE)) {
+        collect(c, term_of(c->ix, nd, node), proof, exact);
+    } else if (c->n == c->cap) {
+        c->overflow = true;
+    } else {
+        c->out[c->n++] = (sy__cand_list){xnode_lone(nd), c->ix->vars, 1, proof,
+                                         exact,          c->reversed};
+    }
 }
 
 static inline list_ref multi_of(const sy__index *ix, const xnode *nd,
@@ -239,16 +255,16 @@ walk_in(collector *c, uint32_t node, cursor k, bool literal, const int mode,
         }
         if (cur_last(&q, k, mode)) { /* the last segment, or past it */
             if (cur_past(&q, k, mode)) {
-                collect(c, term_of(ix, nd, node),
-                        !literal ? SY_PROOF_NONE
-                        : path   ? SY_PROOF_PATH
-                                 : SY_PROOF_HOST,
-                        true);
+                collect_term(c, nd, node,
+                             !literal ? SY_PROOF_NONE
+                             : path   ? SY_PROOF_PATH
+                                      : SY_PROOF_HOST,
+                             true);
                 return;
             }
             /* matchTrailingSlash: "/a" also matches "/a/" */
             if (path && cur_seg(&q, k, mode).len == 0) {
-                collect(c, term_of(ix, nd, node), SY_PROOF_NONE, false);
+                collect_term(c, nd, node, SY_PROOF_NONE, false);
                 if (c->overflow)
                     return;
             }

@@ -571,6 +571,7 @@ static int ph_layout_order(sy__index_step *st, size_t *left) {
 
 /* New nodes: filled. */
 static int ph_layout_node(sy__index_step *st, size_t *left) {
+    st->L.cands = st->cands;
     PASS(st, st->L.count, left,
          sy__ix_layout_node(&st->b, &st->L, (uint32_t)i));
     return 1;

@@ -355,6 +355,53 @@ static int sy__svc_find_twins(sy__service *s) {
     return 0;
 }
 
+/* The groups of the last few distinct (version, hint, zone) an up
+ * instance had: instances of a service share a few of them (a zone or
+ * three), and each look-up of sy__svc_memberships hashes and probes the
+ * group table (four of them an instance with a zone: ~210 instructions). */
+typedef struct sy__svc_memo {
+    struct {
+        uint32_t v;
+        const char *hint, *zone; /* NULL: none */
+        size_t hint_len, zone_len;
+        uint32_t m[SVC_MEMBERSHIPS];
+        int k;
+    } e[4];
+    unsigned n, next;
+} sy__svc_memo;
+
+static bool sy__svc_memo_same(const char *a, size_t al, const char *b,
+                              size_t bl) {
+    return a ? b && al == bl && memcmp(a, b, al) == 0 : !b;
+}
+
+static const uint32_t *sy__svc_memo_find(const sy__svc_memo *mo,
+                                         const sy__svc_inst *in, uint32_t v,
+                                         int *k) {
+    for (unsigned j = 0; j < mo->n; j++)
+        if (mo->e[j].v == v &&
+            sy__svc_memo_same(mo->e[j].zone, mo->e[j].zone_len, in->zone,
+                              in->zone_len) &&
+            sy__svc_memo_same(mo->e[j].hint, mo->e[j].hint_len, in->hint,
+                              in->hint_len)) {
+            *k = mo->e[j].k;
+            return mo->e[j].m;
+        }
+    return NULL;
+}
+
+static void sy__svc_memo_put(sy__svc_memo *mo, const sy__svc_inst *in,
+                             uint32_t v, const uint32_t *m, int k) {
+    unsigned j = mo->n < 4 ? mo->n++ : mo->next++ % 4;
+    mo->e[j].v = v;
+    mo->e[j].hint = in->hint;
+    mo->e[j].hint_len = in->hint_len;
+    mo->e[j].zone = in->zone;
+    mo->e[j].zone_len = in->zone_len;
+    memcpy(mo->e[j].m, m, (size_t)k * sizeof *m);
+    mo->e[j].k = k;
+}
+
 static int sy__svc_build_groups(sy__service *s) {
     uint32_t id;
     int rc;
@@ -364,6 +411,7 @@ static int sy__svc_build_groups(sy__service *s) {
     uint32_t *memb = sy__malloc(&s->alloc, (s->n ? s->n : 1) * SVC_MEMBERSHIPS *
                                                sizeof *memb);
     uint8_t *nmemb = sy__calloc(&s->alloc, s->n ? s->n : 1, 1);
+    sy__svc_memo memo = {0};
     if (!memb || !nmemb) {
         rc = SY_ENOMEM;
         goto out;
@@ -381,8 +429,13 @@ static int sy__svc_build_groups(sy__service *s) {
         s->up++;
         s->vnodes += sy__svc_vnodes(in);
         int k;
-        if ((rc = sy__svc_memberships(s, in, v, m, &k)))
+        const uint32_t *same = sy__svc_memo_find(&memo, in, v, &k);
+        if (same)
+            memcpy(m, same, (size_t)k * sizeof *m);
+        else if ((rc = sy__svc_memberships(s, in, v, m, &k)))
             goto out;
+        else
+            sy__svc_memo_put(&memo, in, v, m, k);
         nmemb[i] = (uint8_t)k;
         for (int j = 0; j < k; j++)
             s->groups[m[j]].n++;

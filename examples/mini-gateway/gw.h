@@ -227,7 +227,7 @@ typedef struct gw_count_table {
 
 /* One worker's counters; the admin thread reads them under `lock`. */
 typedef struct gw_wmetrics {
-    uv_mutex_t lock;
+    atomic_uint lock; /* a spin flag (metrics.c: held for a few stores) */
     gw_count_table requests;
     gw_route_lat *lat; /* by route: see gw_route_count.lat */
     size_t nlat, cap_lat;

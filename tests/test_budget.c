@@ -480,6 +480,67 @@ START_TEST(router_options_set_the_budget) {
 }
 END_TEST
 
+/* A Header regex the matcher's quick tests decide from the request's one
+ * header of that name (predicate_quick.h sy__pred_header_re): for each
+ * header set, the indexed matcher picks the route the linear scan picks
+ * and charges the pool as much (a value decided twice, or a later header
+ * of the name skipped, fails it); under a pool of one step PCRE2 answers
+ * as before. */
+START_TEST(a_header_regex_decided_quick_answers_and_charges_as_the_scan) {
+    static const char *defs[] = {
+        "{\"id\":\"h\",\"uri\":\"http://h\",\"predicates\":"
+        "[\"Path=/h/{id}\",\"Header=X-T, t\\\\d+\"]}",
+        "{\"id\":\"any\",\"uri\":\"http://a\",\"predicates\":"
+        "[\"Path=/**\"]}"};
+    static const struct {
+        const char *v[2];
+        const char *want;
+        uint64_t used;
+    } cases[] = {
+        {{"t7", NULL}, "h", SY_BUDGET_FIRST_LIMIT},
+        {{"x7", NULL}, "any", SY_BUDGET_FIRST_LIMIT},
+        {{NULL, NULL}, "any", 0},
+        {{"u1", "t7"}, "h", 2 * SY_BUDGET_FIRST_LIMIT},
+        {{"t7", "u1"}, "h", SY_BUDGET_FIRST_LIMIT},
+        {{" t7", NULL}, "h", SY_BUDGET_FIRST_LIMIT},
+        {{"t7\t", NULL}, "h", SY_BUDGET_FIRST_LIMIT},
+        {{"u1, t7", NULL}, "h", 2 * SY_BUDGET_FIRST_LIMIT},
+        {{"\"t7\"", NULL}, "h", SY_BUDGET_FIRST_LIMIT},
+        {{"", NULL}, "any", SY_BUDGET_FIRST_LIMIT},
+    };
+    for (int one_step = 0; one_step < 2; one_step++) {
+        sy__budget_limits lim = {one_step ? SY_BUDGET_FIRST_LIMIT : 0, 0, 0};
+        table t;
+        table_open(&t, defs, 2, &lim);
+        for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+            sy_header h[3] = {{{"Accept", 6}, {"*/*", 3}}};
+            size_t nh = 1;
+            for (size_t k = 0; k < 2 && cases[i].v[k]; k++)
+                h[nh++] = (sy_header){{k ? "x-t" : "X-T", 3},
+                                      {cases[i].v[k], strlen(cases[i].v[k])}};
+            const char *got = match(&t, "/h/42", "", h, nh, NULL, NULL);
+            uint64_t used = t.ctx->budget.used;
+            sy_match *m = NULL;
+            ck_assert_int_eq(
+                sy_snapshot_match_linear(t.snap, t.ctx, &t.req, &m), 0);
+            const char *scan = m ? sy_route_id(sy_match_route(m)) : "";
+            /* a pool of one step: a second value exhausts it (no route,
+             * both ways) */
+            const char *want = one_step && cases[i].used > lim.regex_units
+                                   ? ""
+                                   : cases[i].want;
+            ck_assert_msg(strcmp(got, want) == 0 && strcmp(scan, want) == 0,
+                          "case %zu (one step %d): %s, scan %s", i, one_step,
+                          got, scan);
+            ck_assert_uint_eq(used, t.ctx->budget.used);
+            if (!one_step)
+                ck_assert_uint_eq(used, cases[i].used);
+        }
+        table_close(&t);
+    }
+}
+END_TEST
+
 /* sy__regex answers simple patterns (regex.c) without PCRE2: every answer
  * and charge must be PCRE2's. For each pattern and each subject (every
  * string up to 3 bytes over an alphabet that hits and misses each atom,
@@ -575,6 +636,8 @@ int main(void) {
     tcase_add_test(tc, router_options_set_the_budget);
     tcase_add_test(tc, a_regex_that_fails_for_memory_is_no_memory_not_no_match);
     tcase_add_test(tc, simple_regexes_answer_as_pcre2_and_charge_as_it);
+    tcase_add_test(
+        tc, a_header_regex_decided_quick_answers_and_charges_as_the_scan);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

@@ -30,7 +30,10 @@ static uint64_t pool_total(const sy__budget *b) {
 }
 
 bool sy__budget_charge_first_step(uint32_t per_call) {
-    sy__budget *b = sy__budget_cur;
+    return sy__budget_charge_first_step_on(sy__budget_cur, per_call);
+}
+
+bool sy__budget_charge_first_step_on(sy__budget *b, uint32_t per_call) {
     if (!b || !b->mctx)
         return true; /* sy__re_match charges nothing either */
     if (b->exhausted)

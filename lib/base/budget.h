@@ -103,6 +103,9 @@ int sy__re_match(const pcre2_code *code, PCRE2_SPTR subject, PCRE2_SIZE len,
  * when less than a step is left in the pool, where sy__re_match's answer
  * depends on the pool: call it then. */
 bool sy__budget_charge_first_step(uint32_t per_call);
+/* The same with `b` (NULL: none) as the current budget, for a caller
+ * that holds the request's budget without having made it current. */
+bool sy__budget_charge_first_step_on(sy__budget *b, uint32_t per_call);
 
 /* The current budget's match context (its sy_match_ctx's own, which
  * allocates as that context's match data does), else `fallback`. */

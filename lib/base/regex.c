@@ -294,6 +294,14 @@ bool sy__regex_full_match(const sy__regex *re, const char *s, size_t n,
                         SY_RE_MATCH_LIMIT) >= 0;
 }
 
+int sy__regex_full_match_on(const sy__regex *re, const char *s, size_t n,
+                            struct sy__budget *b) {
+    if (!re || !s || !re->simple || n > SIMPLE_SUBJECT_MAX ||
+        !sy__budget_charge_first_step_on(b, SY_RE_MATCH_LIMIT))
+        return -1;
+    return simple_match(re->simple, (const unsigned char *)s, n);
+}
+
 /* ------------------------------------------------------------------ */
 /* The per-document cache (open addressing on the source's hash)        */
 /* ------------------------------------------------------------------ */

@@ -85,5 +85,13 @@ uint32_t sy__regex_groups(const sy__regex *re);
 /* True when s[0..n) matches as a whole. md: any match data (NULL: false). */
 bool sy__regex_full_match(const sy__regex *re, const char *s, size_t n,
                           pcre2_match_data *md);
+/* The same for a caller holding the request's budget `b` without having
+ * made it current (the matcher's quick tests): 1 or 0 where the matcher
+ * without PCRE2 answers, charged to b as sy__regex_full_match would
+ * charge it with b current; -1 where it does not (charging nothing: ask
+ * sy__regex_full_match under the budget). */
+struct sy__budget;
+int sy__regex_full_match_on(const sy__regex *re, const char *s, size_t n,
+                            struct sy__budget *b);
 
 #endif

@@ -459,7 +459,7 @@ cand_holds_quick(sy_match_ctx *c, const sy_snapshot *s, const sy__cand_list *l,
      * NULL may be taken) */
     const sy__pred *p0 = r->predicate_count ? sy__route_cpred(r, 0) : NULL;
     int f = sy__preds_quick(p0, r->predicate_count, (size_t)(int64_t)proven,
-                            &c->ev, mbit);
+                            &c->ev, mbit, &c->budget);
     if (f == -1) { /* all hold: the proven one's captures, on first read */
         if (!walk || !cd->nvars) {
             c->ev.ncaps = 0;

@@ -1,13 +1,17 @@
 /*
  * predicate_quick.h - the predicate tests the matcher makes inline, without
- * the budget: a literal Path on a plain path, a Method for a standard
- * method, a literal Host the unsplit host decides, a Header's presence its
- * first value decides. What they leave undecided, sy__pred_test decides.
+ * the budget made current: a literal Path on a plain path, a Method for a
+ * standard method, a literal Host the unsplit host decides, a Header's
+ * presence its first value decides, a Header's regex its one value decides
+ * (charged to the request's budget). What they leave undecided,
+ * sy__pred_test decides.
  * Read by predicate_eval.c and match.c (cand_holds_quick) only.
  */
 #ifndef SY_PREDICATE_QUICK_H
 #define SY_PREDICATE_QUICK_H
 
+#include "base/budget.h"
+#include "base/regex.h"        /* sy__regex_full_match_on */
 #include "route/pattern_int.h" /* a host pattern's star_suffix */
 #include "route/predicate_int.h"
 
@@ -59,6 +63,37 @@ static inline int sy__pred_header_present(const sy__pred *p,
         return c0 == ' ' || c0 == '\t' || c0 == ',' || c0 == '"' ? -1 : 1;
     }
     return 0;
+}
+
+/* A Header predicate with a regex where the request's one header of that
+ * name decides it as test_header would, without its element scan: none,
+ * 0; a value of up to 64 bytes without ',' or '"' and without a blank at
+ * either end is its one element as is (no split, trim or unquote),
+ * answered without PCRE2 where sy__regex_full_match_on answers it, and
+ * charged to `b` as test_header's call would be. Else -1 (several
+ * headers of the name, another value, a regex PCRE2 answers, a pool
+ * without a step left: test_header decides). */
+static inline int sy__pred_header_re(const sy__pred *p, const sy__eval *ev,
+                                     sy__budget *b) {
+    const sy_request *r = ev->req;
+    const sy_header *one = NULL;
+    for (size_t i = 0; i < r->header_count; i++) {
+        if (!sy__pred_header_named(p, &r->headers[i]))
+            continue;
+        if (one)
+            return -1;
+        one = &r->headers[i];
+    }
+    if (!one)
+        return 0;
+    sy_str v = one->value;
+    if (!v.len || v.len > 64 || !ev->md || v.ptr[0] == ' ' ||
+        v.ptr[0] == '\t' || v.ptr[v.len - 1] == ' ' || v.ptr[v.len - 1] == '\t')
+        return -1;
+    for (size_t i = 0; i < v.len; i++)
+        if (v.ptr[i] == ',' || v.ptr[i] == '"')
+            return -1;
+    return sy__regex_full_match_on(p->re, v.ptr, v.len, b);
 }
 
 /* A Host of one "*.lit.lit" pattern (star_suffix) on the unsplit host:
@@ -128,10 +163,11 @@ static inline int sy__pred_lit_rest_flat(const sy__pred *p, sy__eval *ev) {
  * but `skip` (SIZE_MAX: none), in order, as far as the quick tests decide
  * them: -1 when every one holds; i when predicate i fails (the ones
  * before it hold); -2 - i when the quick tests leave predicate i (the
- * ones before it hold; it and the ones after it are untested). */
+ * ones before it hold; it and the ones after it are untested). A Header
+ * regex's charge goes to `b`, the request's budget. */
 static inline __attribute__((always_inline)) int
 sy__preds_quick(const sy__pred *p, size_t n, size_t skip, const sy__eval *ev,
-                int mbit) {
+                int mbit, sy__budget *b) {
     for (size_t i = 0; i < n; i++) {
         const sy__pred *q =
             (const sy__pred *)(const void *)((const char *)(const void *)p +
@@ -156,8 +192,8 @@ sy__preds_quick(const sy__pred *p, size_t n, size_t skip, const sy__eval *ev,
                 r = sy__pred_host_star(q, ev->host_str);
             break;
         case SY_PK_HEADER:
-            if (!q->re)
-                r = sy__pred_header_present(q, ev->req);
+            r = q->re ? sy__pred_header_re(q, ev, b)
+                      : sy__pred_header_present(q, ev->req);
             break;
         default: break;
         }

@@ -275,6 +275,18 @@ static inline uint32_t sy__svc_counterpart(const sy__service *s,
     return sy__svc_group_find(old, parent, gr->tag, gr->key, gr->key_len);
 }
 
+/* The group of `old` that holds the lazily built state (ring, cycle) of
+ * `s`'s group g: its counterpart, or the twin that counterpart shares it
+ * with; SY_NONE for none. */
+static inline uint32_t sy__svc_counterpart_owner(const sy__service *s,
+                                                 const sy__service *old,
+                                                 uint32_t g) {
+    uint32_t o = sy__svc_counterpart(s, old, g);
+    if (o != SY_NONE && old->groups[o].twin != SY_NONE)
+        o = old->groups[o].twin;
+    return o;
+}
+
 /* ---- rings (service_ring.c) ---- */
 
 /* The member of non-empty group `g` that owns `key` on its hash ring. The

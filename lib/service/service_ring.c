@@ -615,11 +615,9 @@ void sy__svc_ring_inherit(sy__service *dst, const sy__service *src) {
         if (gr->twin != SY_NONE || gr->n == 0 ||
             atomic_load_explicit(&gr->ring, memory_order_relaxed))
             continue;
-        uint32_t o = sy__svc_counterpart(dst, src, g);
+        uint32_t o = sy__svc_counterpart_owner(dst, src, g);
         if (o == SY_NONE)
             continue;
-        if (src->groups[o].twin != SY_NONE)
-            o = src->groups[o].twin;
         sy__svc_gring *r =
             atomic_load_explicit(&src->groups[o].ring, memory_order_acquire);
         if (!r)

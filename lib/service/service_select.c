@@ -295,11 +295,9 @@ void sy__svc_wrr_inherit(sy__service *dst, const sy__service *src) {
         if (!gr->smooth || gr->twin != SY_NONE ||
             atomic_load_explicit(&gr->wrr, memory_order_relaxed))
             continue;
-        uint32_t o = sy__svc_counterpart(dst, src, g);
+        uint32_t o = sy__svc_counterpart_owner(dst, src, g);
         if (o == SY_NONE)
             continue;
-        if (src->groups[o].twin != SY_NONE)
-            o = src->groups[o].twin;
         if (atomic_load_explicit(&src->groups[o].wrr, memory_order_acquire))
             (void)sy__svc_wrr_get(dst, gr); /* failing: the first pick */
     }

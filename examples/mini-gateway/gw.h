@@ -152,7 +152,7 @@ typedef struct gw_config {
     const char *etcd_cacert, *etcd_cert, *etcd_key;
     bool admin_overrides_files;  /* admin changes to file sources kept */
     const char *state_file;      /* --state FILE: admin changes kept */
-    const char *redis;           /* --redis HOST:PORT: shared rate limits */
+    const char *redis;           /* --redis HOST:PORT or unix:PATH */
     uint64_t redis_timeout_ms;   /* a Redis call answers within this */
     uint64_t retry_body_bytes;   /* request bodies kept for a retry */
     const char *default_filters; /* --default-filters FILE */

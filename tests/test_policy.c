@@ -831,6 +831,36 @@ START_TEST(retry_follows_statuses_series_methods_and_exceptions) {
 }
 END_TEST
 
+/* Status names as SCG reads them: its status parser upper-cases a name
+ * (SetStatus, CircuitBreaker's statusCodes) and Retry's statuses bind as
+ * an enum, which Spring Boot's lenient conversion reads (bad-gateway). */
+START_TEST(status_names_are_read_as_scg_reads_them) {
+    fix f;
+    const sy_retry_policy *p = retry_of(
+        &f, "{\"name\":\"Retry\",\"args\":{\"statuses\":[\"bad-gateway\","
+            "\"GatewayTimeout\"],\"series\":[]}}");
+    ck_assert_ptr_nonnull(p);
+    sy_str get = {"GET", 3};
+    uint32_t d;
+    ck_assert(sy_retry_next(p, 0, get, SY_OUTCOME_5XX, 502, 0, 0, &d));
+    ck_assert(sy_retry_next(p, 0, get, SY_OUTCOME_5XX, 504, 0, 0, &d));
+    ck_assert(!sy_retry_next(p, 0, get, SY_OUTCOME_5XX, 503, 0, 0, &d));
+    fix_close(&f);
+    retry_of(&f, "\"SetStatus=not_found\"");
+    ck_assert_int_eq(sy_match_status(f.m), 404);
+    fix_close(&f);
+    parses("[{\"id\":\"r\",\"uri\":\"http://b\",\"filters\":[{\"name\":"
+           "\"CircuitBreaker\",\"args\":{\"name\":\"cb\",\"statusCodes\":"
+           "[\"bad_gateway\",\"Service_Unavailable\"]}}]}]",
+           NULL);
+    /* SetStatus and statusCodes take no dashes: SCG's valueOf refuses them */
+    sy_error e = parse_error("[{\"id\":\"r\",\"uri\":\"http://b\",\"filters\":"
+                             "[\"SetStatus=not-found\"]}]",
+                             NULL);
+    ck_assert_int_eq(e.code, SY_EARG);
+}
+END_TEST
+
 /* SCG binds statuses and methods as lists: a JSON array (a YAML list, as
  * `switchyard convert` writes it) is the list, not a field given twice; an
  * empty array is an empty list (Spring binds `series: []` as ""), not a
@@ -2316,6 +2346,7 @@ int main(void) {
     tcase_add_test(tc, a_typo_after_sixty_four_args_is_refused);
     tcase_add_test(tc, scg_forms_are_accepted);
     tcase_add_test(tc, retry_follows_statuses_series_methods_and_exceptions);
+    tcase_add_test(tc, status_names_are_read_as_scg_reads_them);
     tcase_add_test(tc, retry_lists_as_arrays_and_empty_arrays_are_scgs);
     tcase_add_test(tc, retry_backoff_grows_by_factor_caps_and_jitters);
     tcase_add_test(tc, breaker_opens_half_opens_and_closes);

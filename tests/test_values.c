@@ -1,6 +1,6 @@
 /* test_values.c - tables for every typed value parser of values.h. */
-#include "testutil.h"
 #include "base/values.h"
+#include "testutil.h"
 
 typedef struct i64_case {
     const char *in;
@@ -21,6 +21,28 @@ START_TEST(int64_accepts_plain_integers_in_range) {
         const char *why = NULL;
         bool ok = sy__value_int64(cases[i].in, -100, 100, &v, &why);
         ck_assert_msg(ok == cases[i].ok, "case '%s'", cases[i].in);
+        if (ok)
+            ck_assert_int_eq(v, cases[i].want);
+        else
+            ck_assert_ptr_nonnull(why);
+    }
+}
+END_TEST
+
+/* Retry's statuses bind as an enum field: Spring Boot's lenient conversion
+ * also takes dashes and camel case; a misspelt name stays an error. */
+START_TEST(status_enum_reads_lenient_names) {
+    static const struct {
+        const char *in;
+        int want; /* 0: refused */
+    } cases[] = {{"bad-gateway", 502}, {"BadGateway", 502},
+                 {"BAD_GATEWAY", 502}, {"503", 503},
+                 {"bad-gatewy", 0},    {"--", 0}};
+    for (size_t i = 0; i < SY_ARRAY_LEN(cases); i++) {
+        int v = -1;
+        const char *why = NULL;
+        bool ok = sy__value_status_enum(cases[i].in, &v, &why);
+        ck_assert_msg(ok == (cases[i].want != 0), "case '%s'", cases[i].in);
         if (ok)
             ck_assert_int_eq(v, cases[i].want);
         else
@@ -280,7 +302,11 @@ START_TEST(status_accepts_codes_and_spring_names) {
         {"OK", true, 200},
         {"99", false, 0},
         {"600", false, 0},
-        {"not_found", false, 0},
+        {"not_found", true, 404},
+        {"Bad_Gateway", true, 502},
+        {"not-found", false, 0},
+        {"NOT_FOUNDX", false, 0},
+        {"BAD_GATEWY", false, 0},
         {"NOPE", false, 0},
         {"", false, 0},
         {"40x", false, 0},
@@ -343,6 +369,7 @@ int main(void) {
     tcase_add_test(tc, cidr_contains_respects_prefix_and_family);
     tcase_add_test(tc, ip_rejects_non_addresses);
     tcase_add_test(tc, status_accepts_codes_and_spring_names);
+    tcase_add_test(tc, status_enum_reads_lenient_names);
     tcase_add_test(tc, method_is_a_token_and_upper_cased);
     tcase_add_test(tc, token_rejects_separators);
     suite_add_tcase(s, tc);

@@ -583,7 +583,27 @@ static const status_name status_names[] = {
     {"NETWORK_AUTHENTICATION_REQUIRED", 511},
 };
 
-bool sy__value_status(const char *s, int *out, const char **why) {
+static bool is_alnum(char c) {
+    return is_digit(c) || (to_lower(c) >= 'a' && to_lower(c) <= 'z');
+}
+
+/* Letters and digits compared without case, everything else skipped:
+ * Spring Boot's lenient enum conversion ("bad-gateway" = BAD_GATEWAY). */
+static bool lenient_eq(const char *a, const char *b) {
+    for (;; a++, b++) {
+        while (*a && !is_alnum(*a))
+            a++;
+        while (*b && !is_alnum(*b))
+            b++;
+        if (!*a || !*b)
+            return !*a && !*b;
+        if (to_lower(*a) != to_lower(*b))
+            return false;
+    }
+}
+
+static bool value_status(const char *s, bool lenient, int *out,
+                         const char **why) {
     if (!s || !*s)
         return set_why(why, "expected an HTTP status (100..599 or a name "
                             "such as NOT_FOUND)");
@@ -599,13 +619,25 @@ bool sy__value_status(const char *s, int *out, const char **why) {
             *out = (int)v;
         return true;
     }
+    /* Spring Cloud Gateway upper-cases a name before its HttpStatus lookup
+     * (ServerWebExchangeUtils.parse): "bad_gateway" is BAD_GATEWAY. */
+    size_t n = strlen(s);
     for (size_t i = 0; i < SY_ARRAY_LEN(status_names); i++)
-        if (strcmp(status_names[i].name, s) == 0) {
+        if (lenient ? lenient_eq(s, status_names[i].name)
+                    : ieq(s, n, status_names[i].name)) {
             if (out)
                 *out = status_names[i].code;
             return true;
         }
     return set_why(why, "unknown HTTP status name");
+}
+
+bool sy__value_status(const char *s, int *out, const char **why) {
+    return value_status(s, false, out, why);
+}
+
+bool sy__value_status_enum(const char *s, int *out, const char **why) {
+    return value_status(s, true, out, why);
 }
 
 /* RFC 7230 tchar: letters, digits and !#$%&'*+-.^_`|~ (a table: every

@@ -34,8 +34,13 @@ bool sy__value_cidr(const char *s, sy__cidr *out, const char **why);
 bool sy__value_ip(sy_str s, sy__cidr *out);
 bool sy__cidr_contains(const sy__cidr *net, const sy__cidr *ip);
 
-/* 100..599, or a Spring HttpStatus name (NOT_FOUND, FOUND, ...). */
+/* 100..599, or a Spring HttpStatus name (NOT_FOUND, FOUND, ...) in any
+ * case, as SCG's status parser upper-cases it (SetStatus, RedirectTo,
+ * CircuitBreaker's statusCodes). */
 bool sy__value_status(const char *s, int *out, const char **why);
+/* The same, a name read as Spring Boot's lenient enum conversion binds an
+ * HttpStatus field (Retry's statuses): "bad-gateway", "BadGateway". */
+bool sy__value_status_enum(const char *s, int *out, const char **why);
 /* An RFC 7230 token (header names, methods): non-empty tchars only. */
 bool sy__value_token(const char *s, const char **why);
 /* A method token; *upper receives the upper-cased copy (caller's buffer of

@@ -58,7 +58,7 @@ static int add_status(void *data, const char *item, size_t len) {
     const char *why = NULL;
     int code;
     item_text(item, len, buf, sizeof buf);
-    if (!sy__value_status(buf, &code, &why))
+    if (!sy__value_status_enum(buf, &code, &why))
         return sy__parg_fail(c->p, SY_EARG, c->field, "'%s': %s", buf, why);
     c->r->statuses[(code - 100) / 64] |= 1ull << ((code - 100) % 64);
     return 0;

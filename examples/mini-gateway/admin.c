@@ -113,7 +113,7 @@ static void answer_status(gw_admin_call *a) {
         (unsigned long long)m.instances, (unsigned long long)m.publishes,
         (unsigned long long)m.commits, (unsigned long long)m.failed_commits,
         (unsigned long long)m.instance_updates, (unsigned long long)m.ejections,
-        atomic_load(&G.active_clients), atomic_load(&G.active_requests));
+        atomic_load(&G.active_clients), gw_active_requests());
     size_t n = sy_router_source_count(G.router);
     for (size_t i = 0; i < n; i++) {
         sy_source_status st;

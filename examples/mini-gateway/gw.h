@@ -236,6 +236,7 @@ typedef struct gw_wmetrics {
     double up_sum;
     uint64_t up_count;
     atomic_ullong retries, upstream_connects, upstream_reuses; /* lock-free */
+    atomic_long active_requests; /* in flight (GW_OWN_ADD) */
     /* policies (policy.c): by (route, GW_POLICY_*) */
     gw_count_table policy;
     atomic_ullong redis_errors, redis_timeouts, redis_calls;
@@ -262,6 +263,14 @@ void gw_metrics_done(gw_wmetrics *m, const char *route, int status,
 void gw_metrics_upstream_latency(gw_wmetrics *m, double seconds);
 /* The gateway's own series in Prometheus text (all workers). */
 void gw_metrics_text(gw_buf *out);
+/* Requests in flight, summed over the workers. */
+long gw_active_requests(void);
+/* Add d to a counter that only its worker's thread writes (others read
+ * it): a relaxed load and store, no locked add a request. */
+#define GW_OWN_ADD(c, d)                                                       \
+    atomic_store_explicit(                                                     \
+        (c), atomic_load_explicit((c), memory_order_relaxed) + (d),            \
+        memory_order_relaxed)
 
 /* ------------------------------------------------------------------ */
 /* Workers and per-route host data                                      */
@@ -347,8 +356,6 @@ typedef struct gw_state {
     gw_worker *workers;
     atomic_bool workers_gone; /* loops stopped: host data freed in place */
     atomic_long active_clients;
-    atomic_long active_requests;
-    atomic_ullong total_requests;
     uv_loop_t *main_loop;
     /* the last apply report as JSON (admin GET /report), main thread */
     gw_buf last_report;

@@ -378,6 +378,13 @@ static void route_histograms(gw_buf *out, gw_count_table *all) {
     }
 }
 
+long gw_active_requests(void) {
+    long n = 0;
+    for (int w = 0; w < G.nworkers; w++)
+        n += atomic_load(&G.workers[w].metrics.active_requests);
+    return n;
+}
+
 void gw_metrics_text(gw_buf *out) {
     /* requests by route and status, summed over workers */
     gw_count_table all = {0};
@@ -453,9 +460,9 @@ void gw_metrics_text(gw_buf *out) {
                   "pooled keep-alive connection.\n"
                   "# TYPE gateway_upstream_reuses_total counter\n"
                   "gateway_upstream_reuses_total %llu\n",
-                  atomic_load(&G.active_clients),
-                  atomic_load(&G.active_requests), (unsigned long long)retries,
-                  (unsigned long long)connects, (unsigned long long)reuses);
+                  atomic_load(&G.active_clients), gw_active_requests(),
+                  (unsigned long long)retries, (unsigned long long)connects,
+                  (unsigned long long)reuses);
     policy_text(out, &pol, rcalls, rerr, rtimeouts);
     table_free(&pol);
 }

@@ -19,7 +19,9 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 static http_parser_settings settings;
 static void client_parse(gw_client *c);
@@ -133,9 +135,12 @@ void gw_flush_pending(gw_worker *w) {
 }
 
 int gw_try_send(int fd, const char *p, size_t len) {
-    ssize_t n;
+    long n; /* not send(): a cancellation point in a threaded process,
+               which takes and gives back asynchronous cancellation (two
+               locked compare-and-swaps) around each call */
     do
-        n = send(fd, p, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        n = syscall(SYS_sendto, fd, p, len, MSG_DONTWAIT | MSG_NOSIGNAL, NULL,
+                    0);
     while (n < 0 && errno == EINTR);
     if (n >= 0)
         return n ? (int)n : UV_EAGAIN;
@@ -281,7 +286,7 @@ static void request_free(gw_request *q) {
     free(q->ops);
     for (size_t i = 0; i < q->ntried; i++)
         free(q->tried[i]);
-    atomic_fetch_sub(&G.active_requests, 1);
+    GW_OWN_ADD(&q->w->metrics.active_requests, -1);
     request_put(q);
 }
 
@@ -721,8 +726,7 @@ static void request_begin(gw_client *c) {
         client_close(c);
         return;
     }
-    atomic_fetch_add(&G.active_requests, 1);
-    atomic_fetch_add(&G.total_requests, 1);
+    GW_OWN_ADD(&w->metrics.active_requests, 1);
     q->c = c;
     q->w = w;
     q->route_id = "";

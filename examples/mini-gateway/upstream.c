@@ -480,7 +480,7 @@ void gw_upstream_start(gw_request *q) {
         j->npipe < G.cfg.upstream_pipeline &&
         (!j->connected || j->out.len > 0) && !(q->fresh && j->reused)) {
         enqueue(j, q);
-        atomic_fetch_add(&w->metrics.upstream_reuses, 1);
+        GW_OWN_ADD(&w->metrics.upstream_reuses, 1);
         if (j->connected)
             send_head(j, q);
         return;
@@ -492,7 +492,7 @@ void gw_upstream_start(gw_request *q) {
         u->next_idle = NULL;
         attach(u, q, pipe);
         u->reused = true;
-        atomic_fetch_add(&w->metrics.upstream_reuses, 1);
+        GW_OWN_ADD(&w->metrics.upstream_reuses, 1);
         send_head(u, q);
         return;
     }

@@ -2,7 +2,7 @@
  * access_log.c - what the gateway remembers of each request it served:
  * the access log (--access-log FILE, or - for stdout: one JSON line per
  * request, written whole in one call, so worker threads never interleave)
- * and a bounded ring of the last GW_RECENT_MAX requests (method, host,
+ * and a bounded ring of the last GW_RECENT_MAX requests taken (method, host,
  * path, query, headers) that the admin dry run replays through a changed
  * document (admin_ops.c).
  *
@@ -323,9 +323,15 @@ void gw_access_log_refused(const char *peer, int status, uint64_t bytes) {
     gw_buf_free(&b);
 }
 
-void gw_access_log(gw_request *q) {
+void gw_recent_remember(gw_request *q) {
     if (G.cfg.admin_port > 0) /* else no dry run can read the ring */
         remember(q);
+    q->remembered = true;
+}
+
+void gw_access_log(gw_request *q) {
+    if (!q->remembered)
+        gw_recent_remember(q);
     if (!log_file)
         return;
     uint64_t now = gw_loop_ns(q->w);

@@ -172,7 +172,8 @@ typedef struct gw_options {
 } gw_options;
 
 /* access_log.c: --access-log (0, or -1 after a message) and the ring of
- * the last requests served, for the admin dry run. */
+ * the last requests taken (proxy.h gw_recent_remember), for the admin dry
+ * run. */
 int gw_access_log_open(const char *path);
 void gw_access_log_close(void);
 #define GW_RECENT_MAX 256

@@ -802,6 +802,7 @@ static void request_begin(gw_client *c) {
         return;
     }
 
+    gw_recent_remember(q);
     q->snap = sy_router_acquire(G.router);
     gw_request_dispatch(q);
 }

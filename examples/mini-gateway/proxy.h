@@ -157,6 +157,7 @@ struct gw_request {
     uint32_t redo_delay;
     /* for the access log (access_log.c); trace: at the end (not zeroed) */
     uint64_t bytes_out;             /* response bytes queued for the client */
+    bool remembered;                /* in the recent ring (access_log.c) */
     bool rate_limited;              /* a rate limiter refused it (policy.c) */
     struct gw_cache_cap *cache_cap; /* the answer LocalResponseCache keeps */
     /* Not zeroed when a request starts (proxy.c reuses request blocks):
@@ -446,8 +447,13 @@ bool gw_trace_is_header(sy_str name);
 void gw_trace_write(const gw_trace *t, gw_buf *h);
 
 /* access_log.c */
-/* The request is over: remember it (the recent ring) and log it. */
+/* The request is over: remember it (the recent ring, unless
+ * gw_recent_remember did) and log it. */
 void gw_access_log(gw_request *q);
+/* Remember the routed request in the recent ring now, while its head's
+ * lines are still in the cache (request_begin; once it is answered they
+ * are long gone). */
+void gw_recent_remember(gw_request *q);
 /* One access log line for a request refused before its head was read
  * (400, 431): method, path and the request's fields null. */
 void gw_access_log_refused(const char *peer, int status, uint64_t bytes);

@@ -314,6 +314,22 @@ static inline bool gw_eq_lower(const char *n, const char *lit, size_t len) {
             return true;
     }
 }
+/* A response header the gateway does not pass on as it came (hop-by-hop,
+ * or the framing it writes itself): chosen by the name's length first, so
+ * most names are told apart without a compare. */
+static inline bool gw_resp_hop(const char *n, size_t len) {
+    switch (len) {
+    case 2: return gw_eq_lower(n, "te", 2);
+    case 7: return gw_eq_lower(n, "trailer", 7) || gw_eq_lower(n, "upgrade", 7);
+    case 10:
+        return gw_eq_lower(n, "connection", 10) ||
+               gw_eq_lower(n, "keep-alive", 10);
+    case 14: return gw_eq_lower(n, "content-length", 14);
+    case 16: return gw_eq_lower(n, "proxy-connection", 16);
+    case 17: return gw_eq_lower(n, "transfer-encoding", 17);
+    default: return false;
+    }
+}
 /* A header name's bit among 64, from its length and last letter: two
  * names of one bit may be one name (whatever their case), two of
  * different bits are not. */

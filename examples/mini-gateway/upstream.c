@@ -873,25 +873,6 @@ void gw_response_ops_text(gw_request *q, gw_buf *out) {
     hl_free(&l);
 }
 
-static bool resp_hop(const char *n, size_t len) {
-    static const struct {
-        const char *s;
-        size_t len;
-    } hop[] = {{"connection", 10},
-               {"keep-alive", 10},
-               {"proxy-connection", 16},
-               {"te", 2},
-               {"trailer", 7},
-               {"upgrade", 7},
-               {"transfer-encoding", 17},
-               {"content-length", 14}};
-    /* most names differ in length from all */
-    for (size_t i = 0; i < sizeof hop / sizeof *hop; i++)
-        if (len == hop[i].len && gw_eq_lower(n, hop[i].s, len))
-            return true;
-    return false;
-}
-
 /* True when the "Name: value\r\n" lines of pre are each added by
  * apply_ops, in their order: none is named as a response header (whose
  * names' bits are `names`) or as a line before it. False when that cannot
@@ -964,7 +945,7 @@ static int r_headers_complete(http_parser *p) {
     uint64_t names = 0; /* gw_name_bit of each header in l */
     for (size_t i = 0; i < q->rn; i++) {
         sy_str n = q->rhs[i].name, v = q->rhs[i].value;
-        if (!resp_hop(n.ptr, n.len)) {
+        if (!gw_resp_hop(n.ptr, n.len)) {
             hl_addn(&l, n.ptr, n.len, v.ptr, v.len);
             names |= gw_name_bit(n.ptr, n.len);
         }

@@ -235,7 +235,7 @@ START_TEST(a_key_is_the_whole_answer_of_the_host_walk) {
     sy__arena_init(&ar, &a, 256);
     sy__segments path = {0}, labels = {0};
     ck_assert(sy__segments_split(&path, (sy_str){"/api/data", 9}, &ar, &a));
-    size_t hits = 0;
+    size_t hits = 0, lone = 0;
     for (size_t i = 0; i < N; i++) {
         char host[64];
         host_of(i, host, sizeof host);
@@ -258,6 +258,19 @@ START_TEST(a_key_is_the_whole_answer_of_the_host_walk) {
             if (!out[j].host)
                 continue;
             host_lists++;
+            /* a lone list's candidate is its record's copy, aligned,
+             * right before the record; its slot is the pool copy's */
+            if (hit && key.len == 1) {
+                uintptr_t at = (uintptr_t)(const void *)key.c,
+                          lo = (uintptr_t)(const void *)ix->hkeys;
+                ck_assert(at >= lo && at - lo < ix->hkeys_used);
+                ck_assert_uint_eq(at % 8, 0);
+                uint32_t slot, want;
+                ck_assert(sy__index_cand_slot(ix, key.c, &slot));
+                ck_assert(sy__index_cand_slot(ix, out[j].c, &want));
+                ck_assert_uint_eq(slot, want);
+                lone++;
+            }
             /* the same candidates (an X_LONE node's is a copy of the
              * pool's, which the key names) */
             if (hit)
@@ -288,6 +301,7 @@ START_TEST(a_key_is_the_whole_answer_of_the_host_walk) {
         }
     }
     ck_assert_uint_eq(hits, N / 2);
+    ck_assert_uint_eq(lone, N / 2 + N / 6); /* every key's list is one */
     sy__segments_free(&path, &a);
     sy__segments_free(&labels, &a);
     sy__arena_free(&ar);

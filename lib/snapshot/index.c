@@ -470,3 +470,18 @@ size_t sy__index_lookup_flat(const sy__index *ix, const sy__segments *path,
                              int method_bit, sy__cand_list *out, size_t cap) {
     return index_lookup_flat(ix, path, sl, host_labels, method_bit, out, cap);
 }
+
+/* The pool's place of the candidate copied before the record at hkeys +
+ * off: the slot naming that record (its key's text hashed again). */
+uint32_t sy__index_host_cand_place(const sy__index *ix, uint32_t off) {
+    const char *rec = ix->hkeys + off;
+    uint16_t len, term_len;
+    host_rec_head(rec, &len, &term_len);
+    uint64_t h = host_hash(rec + HK_HEAD, len & HE_MAX_LEN);
+    for (uint32_t g = (uint32_t)h & ix->host_gmask;;
+         g = (g + 1) & ix->host_gmask)
+        for (unsigned j = 0; j < HG_SLOTS; j++)
+            if (host_tag_at(&ix->hosts[g], j) &&
+                ix->hosts[g].slot[j].off == off)
+                return ix->hosts[g].slot[j].term_off;
+}

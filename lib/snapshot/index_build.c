@@ -324,7 +324,8 @@ static bool build_hosts(oneshot *o) {
         return false;
     for (uint32_t i = 0; i < b->node_count; i++)
         host_put(b, L->up, L->key, L->kids, i, ix->hosts, ix->host_gmask,
-                 ix->hkeys, &used, &ix->hfilt);
+                 ix->hkeys, &used, ix->cands, &ix->hfilt);
+    ix->hkeys_used = used;
     if (ix->hosts)
         ix->bytes += host_table_bytes(ix->host_gmask) + used;
     return true;

@@ -185,6 +185,11 @@ typedef struct inode {
  *
  *   group  [tags: t0 .. t6, 0][off|term_off] x 7
  *   hkeys  ... [len | HE_WILD : u16][term_len : u16]["h7.example.com"] ...
+ *
+ * A lone list's record carries its candidate's copy before its head, 8-byte
+ * aligned (zero bytes before): a hit reads no line of the pool for it (the
+ * pool keeps its own, and its slot in cslots):
+ *   hkeys  ... [0 .. 7 zero bytes][candidate: 16][len][1]["t7.example.com"]
  */
 typedef struct hslot {
     uint32_t off; /* the record in hkeys */
@@ -195,7 +200,8 @@ typedef struct hgroup {
     uint64_t tags;
     hslot slot[HG_SLOTS];
 } hgroup;
-#define HK_HEAD 4 /* a record's len and term_len */
+#define HK_HEAD 4                      /* a record's len and term_len */
+#define HK_LONE (sizeof(sy__cand) + 7) /* a lone list's copy, aligned */
 #define HE_WILD 0x8000u
 #define HE_MAX_LEN 0x7fffu
 
@@ -241,6 +247,7 @@ struct sy__index {
     void *hosts_mem; /* its allocation (hosts is aligned to a line) */
     uint32_t host_gmask; /* a power of two - 1 */
     char *hkeys;         /* the keys' records */
+    size_t hkeys_used;   /* their bytes */
     hfilter hfilt;
     size_t host_routes; /* routes placed in the host trie */
     size_t bytes;
@@ -578,9 +585,11 @@ static inline size_t host_mark(const builder *b, const uint32_t *up,
         return 0;
     flag[n] =
         (uint8_t)((flag[n] & ~HF_LOOSE) | k | host_loose(b, up, flag, n, k));
-    size_t nk = (k & HF_KEY ? 1 : 0) + (k & HF_WKEY ? 1 : 0);
-    *keys += nk;
-    return nk * (HK_HEAD + len - 1); /* len - 1: the dots between labels */
+    *keys += (k & HF_KEY ? 1u : 0) + (k & HF_WKEY ? 1u : 0);
+    size_t rec = HK_HEAD + len - 1; /* len - 1: the dots between labels */
+    uint32_t wl = k & HF_WKEY ? b->nodes[host_wild_key(b, nd)].term.len : 0;
+    return (k & HF_KEY ? rec + (nd->term.len == 1 ? HK_LONE : 0) : 0) +
+           (k & HF_WKEY ? rec + (wl == 1 ? HK_LONE : 0) : 0);
 }
 
 /* zero: the table zeroed (else the caller zeroes it, a group per item,
@@ -622,34 +631,45 @@ static inline void host_zero_group(hgroup *tab, size_t g) {
 }
 
 /* One entry: its record at keys + off (written: len | HE_WILD, the list's
- * length, the text k), list l; in the first group from the hash with a
- * free slot. */
-static inline void host_slot(hgroup *tab, uint32_t gmask, char *keys,
-                             size_t *used, const char *k, uint16_t len,
-                             list_ref l) {
-    size_t off = *used, n = len & HE_MAX_LEN;
+ * length, the text k; a lone list's candidate from cands before it), list
+ * l; in the first group from the hash with a free slot. Returns where the
+ * text now is (k's bytes may lie under the record). */
+static inline const char *host_slot(hgroup *tab, uint32_t gmask, char *keys,
+                                    size_t *used, const sy__cand *cands,
+                                    const char *k, uint16_t len, list_ref l) {
+    size_t off = *used, n = len & HE_MAX_LEN, pad = 0;
+    if (l.len == 1) {
+        pad = (8 - off % 8) % 8;
+        off += pad + sizeof(sy__cand);
+    }
+    memmove(keys + off + HK_HEAD, k, n); /* first: k may lie below off */
+    if (l.len == 1) {
+        memset(keys + *used, 0, pad);
+        memcpy(keys + off - sizeof(sy__cand), &cands[l.off], sizeof(sy__cand));
+    }
     uint16_t head[2] = {len, (uint16_t)l.len};
     memcpy(keys + off, head, HK_HEAD);
-    memmove(keys + off + HK_HEAD, k, n);
-    *used += HK_HEAD + n;
-    uint64_t h = host_hash(k, n);
+    *used = off + HK_HEAD + n;
+    uint64_t h = host_hash(keys + off + HK_HEAD, n); /* k moved */
     uint32_t g = (uint32_t)h & gmask;
     while (!(~tab[g].tags & HT_HIGHS))
         g = (g + 1) & gmask;
     unsigned j = (unsigned)__builtin_ctzll(~tab[g].tags & HT_HIGHS) >> 3;
     tab[g].tags |= host_tag(h) << (8 * j);
     tab[g].slot[j] = (hslot){(uint32_t)off, l.off};
+    return keys + off + HK_HEAD;
 }
 
 static inline void host_put(const builder *b, const uint32_t *up,
                             const lkey *key, const uint8_t *flag, uint32_t n,
                             hgroup *tab, uint32_t gmask, char *keys,
-                            size_t *used, hfilter *f) {
+                            size_t *used, const sy__cand *cands, hfilter *f) {
     if (flag[n] & HF_LOOSE)
         f->loose = 1;
     if (!tab || !(flag[n] & (HF_KEY | HF_WKEY)))
         return;
-    char *k = keys + *used + HK_HEAD; /* the first record's text */
+    char *k = keys + *used + HK_HEAD; /* written here, then moved */
+    const char *text = k;
     size_t len = 0;
     for (uint32_t m = n;;) {
         size_t l = key[m].len;
@@ -664,12 +684,14 @@ static inline void host_put(const builder *b, const uint32_t *up,
     if (flag[n] & HF_KEY) {
         f->kind[0].lens |= 1ull << (len & 63);
         f->kind[0].first[c0 >> 6] |= 1ull << (c0 & 63);
-        host_slot(tab, gmask, keys, used, k, (uint16_t)len, b->nodes[n].term);
+        text = host_slot(tab, gmask, keys, used, cands, text, (uint16_t)len,
+                         b->nodes[n].term);
     }
     if (flag[n] & HF_WKEY) {
         f->kind[1].lens |= 1ull << (len & 63);
         f->kind[1].first[c0 >> 6] |= 1ull << (c0 & 63);
-        host_slot(tab, gmask, keys, used, k, (uint16_t)(len | HE_WILD),
+        host_slot(tab, gmask, keys, used, cands, text,
+                  (uint16_t)(len | HE_WILD),
                   b->nodes[host_wild_key(b, &b->nodes[n])].term);
     }
 }
@@ -702,15 +724,21 @@ host_probe(const sy__index *ix, sy_str key, uint32_t wild, const char **rec) {
     }
 }
 
-/* A hit's list (its record's length). */
+/* A hit's list (its record's length; a lone one from the record). */
 static inline sy__cand_list host_hit(const sy__index *ix, const hslot *e,
                                      const char *rec, uint8_t proof,
                                      uint8_t host) {
     uint16_t len, term_len;
     host_rec_head(rec, &len, &term_len);
-    return (sy__cand_list){
-        ix->cands + e->term_off, ix->vars, term_len, proof, true, host};
+    const sy__cand *c = term_len == 1
+                            ? (const sy__cand *)(const void *)(rec - sizeof *c)
+                            : ix->cands + e->term_off;
+    return (sy__cand_list){c, ix->vars, term_len, proof, true, host};
 }
+
+/* The pool's place of the candidate copied before the record at hkeys +
+ * off (index.c). */
+uint32_t sy__index_host_cand_place(const sy__index *ix, uint32_t off);
 
 /*
  * The whole-host table's list for `host` (not empty) of kind `wild`: 0,
@@ -774,7 +802,8 @@ static inline bool index_path_none(const sy__index *ix) {
  * the walk drops those labels, the probes do not) that both probes
  * missed meets no list in a walk either, and the matcher skips it. */
 /* Whether cd is one of ix's candidates, with its slot in *slot: in the
- * pool, or an X_LONE node's (the slot of its copy in the pool). */
+ * pool, or an X_LONE node's or a host key record's (the slot of its copy
+ * in the pool). */
 static inline bool sy__index_cand_slot(const sy__index *ix, const sy__cand *cd,
                                        uint32_t *slot) {
     uintptr_t at = (uintptr_t)(const void *)cd,
@@ -784,9 +813,15 @@ static inline bool sy__index_cand_slot(const sy__index *ix, const sy__cand *cd,
         *slot = ix->cslots[(at - lo) / sizeof *cd];
         return true;
     }
-    if (at < nlo || at - nlo >= (uintptr_t)ix->node_count * sizeof(xnode))
+    if (at >= nlo && at - nlo < (uintptr_t)ix->node_count * sizeof(xnode)) {
+        *slot = ix->cslots[ix->nodes[(at - nlo) / sizeof(xnode)].kids];
+        return true;
+    }
+    uintptr_t klo = (uintptr_t)(const void *)ix->hkeys;
+    if (!ix->hkeys || at < klo || at - klo >= ix->hkeys_used)
         return false;
-    *slot = ix->cslots[ix->nodes[(at - nlo) / sizeof(xnode)].kids];
+    *slot = ix->cslots[sy__index_host_cand_place(
+        ix, (uint32_t)(at - klo + sizeof *cd))]; /* its record's head */
     return true;
 }
 

@@ -267,6 +267,7 @@ static int finish(sy__index_step *st, sy__index **out) {
     ix->hosts_mem = st->hosts_mem;
     ix->host_gmask = st->host_gmask;
     ix->hkeys = st->hkeys;
+    ix->hkeys_used = st->hused;
     ix->hfilt = st->hfilt;
     st->hosts = NULL;
     st->hosts_mem = NULL;
@@ -534,7 +535,7 @@ static int ph_host_zero(sy__index_step *st, size_t *left) {
 static int ph_host_put(sy__index_step *st, size_t *left) {
     PASS(st, st->b.node_count, left,
          host_put(&st->b, st->L.up, st->L.key, st->L.kids, (uint32_t)i,
-                  st->hosts, st->host_gmask, st->hkeys, &st->hused,
+                  st->hosts, st->host_gmask, st->hkeys, &st->hused, st->cands,
                   &st->hfilt));
     return 1;
 }

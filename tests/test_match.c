@@ -831,6 +831,43 @@ START_TEST(literal_path_then_rest_behind_a_host) {
 }
 END_TEST
 
+/* A literals-then-rest Path decided in the quick loop (no walk captures
+ * before it) keeps its capture when a later predicate is left to the
+ * budgeted test (two headers of a Header regex's name): the route found
+ * has the rest, one that failed leaves none. */
+START_TEST(rest_capture_kept_past_a_budgeted_header) {
+    sy_router *r;
+    sy_snapshot *s =
+        snapshot_of(&r,
+                    "\"Host=h%d.example.com\",\"Path=/a/b/{*rest}\","
+                    "\"Header=X-V, v[12]\"",
+                    "\"Path=/**\"");
+    static const struct {
+        const char *v1, *v2, *want, *rest;
+    } t[] = {
+        {"v2", NULL, "r5", "/c/d"}, /* decided in the quick loop */
+        {"v1", "v2", "r5", "/c/d"}, /* the Header left to test_header */
+        {"v9", NULL, "last", NULL}, /* fails at the Header */
+        {"v9", "v8", "last", NULL},
+    };
+    for (size_t i = 0; i < SY_ARRAY_LEN(t); i++) {
+        rq q = request("GET", "h5.example.com", "/a/b/c/d");
+        add_header(&q, "X-V", t[i].v1);
+        if (t[i].v2)
+            add_header(&q, "X-V", t[i].v2);
+        sy_match *m = match_on(s, &q);
+        const char *got = m ? sy_route_id(sy_match_route(m)) : NULL;
+        ck_assert_msg(got && strcmp(got, t[i].want) == 0, "%zu: %s", i,
+                      got ? got : "(none)");
+        ck_assert_uint_eq(sy_match_var_count(m), (t[i].rest ? 1u : 0u));
+        if (t[i].rest)
+            ck_assert_sy_str(sy_match_var_get(m, "rest"), t[i].rest);
+    }
+    sy_snapshot_release(s);
+    sy_router_free(r);
+}
+END_TEST
+
 /* A Host of "*" then literal labels behind the Path that places its
  * route is decided on the unsplit host when that is one label, '.' and
  * the literals as written; any other host (an empty label, two labels
@@ -2030,6 +2067,7 @@ int main(void) {
     tcase_add_test(tc, header_presence_behind_a_host_as_the_scan_decides);
     tcase_add_test(tc, captures_of_a_walk_proven_candidate_after_its_header);
     tcase_add_test(tc, literal_path_then_rest_behind_a_host);
+    tcase_add_test(tc, rest_capture_kept_past_a_budgeted_header);
     tcase_add_test(tc, plan_without_filters_keeps_path_query_and_headers);
     tcase_add_test(tc, strip_prefix_drops_leading_segments);
     tcase_add_test(tc, strip_prefix_of_every_segment_leaves_root);

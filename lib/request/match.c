@@ -370,7 +370,8 @@ static inline bool caps_sure(const sy_match_ctx *c, const sy__cand_list *l,
 }
 
 /* A candidate the quick kinds left undecided at predicate `from`
- * (cand_holds): the ones before it hold and captured nothing. The rest in
+ * (cand_holds): the ones before it hold (a rest Path's capture in ev,
+ * without a walk: sy__preds_quick), nothing else captured. The rest in
  * order, but the proven one (a walk-proven one's captures taken at its
  * place, or first when it lies before `from`; should one be empty, the
  * candidate is tested in full), the first that fails noted
@@ -385,7 +386,6 @@ cand_holds_rest(sy_match_ctx *c, const sy_snapshot *s, const sy__cand_list *l,
     sy__eval *ev = &c->ev;
     sy__budget *saved = NULL;
     bool entered = false, ok = true;
-    ev->ncaps = 0;
     bool later = walk && (size_t)proven < from && caps_sure(c, l, cd, r, from);
     /* walk_caps reads the segments */
     if (walk && cd->nvars && !l->host && !later)
@@ -458,13 +458,12 @@ cand_holds_quick(sy_match_ctx *c, const sy_snapshot *s, const sy__cand_list *l,
     /* a route of no predicates has no cpred (not even an offset of 0 from
      * NULL may be taken) */
     const sy__pred *p0 = r->predicate_count ? sy__route_cpred(r, 0) : NULL;
+    c->ev.ncaps = 0; /* the quick loop's rest capture, if any, first */
     int f = sy__preds_quick(p0, r->predicate_count, (size_t)(int64_t)proven,
-                            &c->ev, mbit, &c->budget);
+                            &c->ev, mbit, &c->budget, !walk || !cd->nvars);
     if (f == -1) { /* all hold: the proven one's captures, on first read */
-        if (!walk || !cd->nvars) {
-            c->ev.ncaps = 0;
+        if (!walk || !cd->nvars)
             return true;
-        }
         if (caps_later(c, l, cd))
             return true;
         f = -2 - (int)r->predicate_count; /* walk_caps decides */

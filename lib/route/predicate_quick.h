@@ -164,10 +164,12 @@ static inline int sy__pred_lit_rest_flat(const sy__pred *p, sy__eval *ev) {
  * them: -1 when every one holds; i when predicate i fails (the ones
  * before it hold); -2 - i when the quick tests leave predicate i (the
  * ones before it hold; it and the ones after it are untested). A Header
- * regex's charge goes to `b`, the request's budget. */
+ * regex's charge goes to `b`, the request's budget. With `caps` (no walk
+ * captures to come first), a literals-then-rest Path on the flat path is
+ * decided here too, its capture appended to ev's. */
 static inline __attribute__((always_inline)) int
-sy__preds_quick(const sy__pred *p, size_t n, size_t skip, const sy__eval *ev,
-                int mbit, sy__budget *b) {
+sy__preds_quick(const sy__pred *p, size_t n, size_t skip, sy__eval *ev,
+                int mbit, sy__budget *b, bool caps) {
     for (size_t i = 0; i < n; i++) {
         const sy__pred *q =
             (const sy__pred *)(const void *)((const char *)(const void *)p +
@@ -179,6 +181,8 @@ sy__preds_quick(const sy__pred *p, size_t n, size_t skip, const sy__eval *ev,
         case SY_PK_PATH:
             if (q->lit && ev->path->flat.ptr)
                 r = sy__pred_lit_flat(q, ev->path->flat);
+            else if (caps)
+                r = sy__pred_lit_rest_flat(q, ev);
             break;
         case SY_PK_METHOD:
             if (mbit != 31)

@@ -368,6 +368,50 @@ static size_t cands_used(const sy__index *ix) {
 
 /* The stepwise build, resumed after every `budget` items, makes the very
  * index the one-shot build makes: same nodes, edges, lists, candidates. */
+/* A swap's old base goes to the trash, freed a few parts a publish, but
+ * not while a snapshot from before the swap holds it: then it stays
+ * whole (and that snapshot keeps matching), and goes once released. */
+START_TEST(a_held_old_base_stays_in_the_trash_until_released) {
+    enum { N = 3000 };
+    sy_router *r = router_of(N, 1);
+    sy_snapshot *h0 = sy_router_acquire(r);
+    const sy__index *old = sy__snapshot_from_handle(h0)->base;
+    char id[16], path[32];
+    size_t op = 0, after = 0;
+    for (; op < 4 * N && after < 40; op++) {
+        snprintf(id, sizeof id, "r%zu", op % N);
+        snprintf(path, sizeof path, "/q%zu", op);
+        upsert(r, id, 0, path);
+        sy_snapshot *h = sy_router_acquire(r);
+        const sy_snapshot *s = sy__snapshot_from_handle(h);
+        if (s->base != old) {
+            /* swapped: the old base held by h0, so the trash stays */
+            ck_assert_ptr_nonnull(s->trash);
+            after++;
+        }
+        sy_snapshot_release(h);
+    }
+    ck_assert_uint_eq(after, 40);
+    ck_assert_ptr_nonnull(sy_snapshot_find_route(h0, "r7", NULL));
+    ck_assert_ptr_null(sy_snapshot_find_route(h0, "r7x", NULL));
+    sy_snapshot_release(h0);
+    size_t gone_after = 0;
+    for (;; op++) {
+        snprintf(id, sizeof id, "r%zu", op % N);
+        snprintf(path, sizeof path, "/q%zu", op);
+        upsert(r, id, 0, path);
+        sy_snapshot *h = sy_router_acquire(r);
+        bool gone = sy__snapshot_from_handle(h)->trash == NULL;
+        sy_snapshot_release(h);
+        gone_after++;
+        if (gone)
+            break;
+        ck_assert_uint_le(gone_after, 64);
+    }
+    sy_router_free(r);
+}
+END_TEST
+
 START_TEST(the_stepwise_build_makes_the_one_shot_index) {
     enum { N = 3000 };
     char *doc = malloc((size_t)N * 160 + 16);
@@ -815,6 +859,7 @@ int main(void) {
                    a_one_route_change_costs_memory_independent_of_table_size);
     tcase_add_test(tc, random_changes_keep_rank_ids_and_matching_exact);
     tcase_add_test(tc, ten_thousand_single_changes_rebuild_in_bounded_shares);
+    tcase_add_test(tc, a_held_old_base_stays_in_the_trash_until_released);
     tcase_add_test(tc, the_stepwise_build_makes_the_one_shot_index);
     tcase_add_test(tc, failed_single_changes_during_rebuilds_leave_exact_state);
     tcase_add_test(tc, host_routes_in_the_overlay_are_found_by_their_labels);

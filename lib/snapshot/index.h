@@ -236,11 +236,12 @@ int sy__index_step_reserve(sy__index_step *st, const sy__index *like,
 int sy__index_step_prepare(sy__index_step *st, size_t budget);
 int sy__index_step_add(sy__index_step *st, const sy__index_route *r);
 int sy__index_step_run(sy__index_step *st, size_t budget, sy__index **out);
-/* Free one of the big arrays of `ix` when nothing but the caller holds it
- * (refs 1; else nothing is freed): true when none is left, and the index
- * may be unref'd for the price of its header. A large index freed at once
- * is a long step of its own (munmap of tens of MB). */
-bool sy__index_free_step(sy__index *ix);
+/* Free one of the big arrays of `ix` (or a part of one) when nothing but
+ * the caller holds it: 1 when none is left, and the index may be unref'd
+ * for the price of its header; 0 when a part was freed; -1 when another
+ * holder has it (nothing freed). A large index freed at once is a long
+ * step of its own (munmap of tens of MB). */
+int sy__index_free_step(sy__index *ix);
 /* Items done by sy__index_step_run so far (for tests: work, not time). */
 size_t sy__index_step_work(const sy__index_step *st);
 void sy__index_step_free(sy__index_step *st);

@@ -288,11 +288,13 @@ static int finish(sy__index_step *st, sy__index **out) {
  * edges: ~0.8 ms), so a large build frees one per call, and with the
  * default allocator, whose large blocks are mappings that a shrinking
  * realloc trims in place (mremap), gives back a large one DROP_STEP
- * bytes per call. Unmapping costs by the page, and on a virtual machine
- * that shadows the guest's page tables 2 MB took 0.5-0.9 ms: a share
- * gives back 512 KB at a time, as many times as its time allows
- * (snapshot_build.c). */
-#define DROP_STEP ((size_t)512 << 10)
+ * bytes per call. Unmapping costs by the page (on this project's VM ~10
+ * us a call and ~0.07 us a KB of resident pages; a share's slice that
+ * gave back 512 KB took 65 us median, 125 us p90, up to 0.9 ms at 1M
+ * routes): a share gives back 128 KB at a time, as many times as its
+ * time allows (snapshot_build.c), so the slice that overruns its budget
+ * overruns it by less. */
+#define DROP_STEP ((size_t)128 << 10)
 
 /* *p, a mapping of the default allocator, trimmed to `to` bytes: true
  * when the mapping shrank (a block small enough for the allocator to keep
@@ -657,26 +659,27 @@ int sy__index_step_run(sy__index_step *st, size_t budget, sy__index **out) {
     return rc;
 }
 
-bool sy__index_free_step(sy__index *ix) {
+int sy__index_free_step(sy__index *ix) {
     if (atomic_load_explicit(&ix->refs, memory_order_acquire) != 1)
-        return false; /* another holder would free it all at once */
+        return -1; /* another holder would free it all at once */
     void **parts[] = {
         (void **)&ix->hosts_mem, (void **)&ix->hkeys, (void **)&ix->cands,
         (void **)&ix->cslots,    (void **)&ix->vars,  (void **)&ix->strings,
         (void **)&ix->slots,     (void **)&ix->side,  (void **)&ix->nodes_mem};
     /* a large mapped part shrinks DROP_STEP a call, as drop_one does: a
      * 74 MB node array of a 1,000,000-route index unmapped at once is a
-     * publish of several ms */
+     * publish of several ms (the trash calls this within a time budget,
+     * snapshot_build.c) */
     bool maps = sy__alloc_default_shared(ix->alloc) && sy__alloc_maps_large();
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
         if (*parts[i]) {
             size_t len = maps ? sy__alloc_mapped_len(*parts[i]) : 0;
             if (len >= 2 * DROP_STEP &&
                 trim(ix->alloc, parts[i], len - DROP_STEP))
-                return false;
+                return 0;
             sy__free(ix->alloc, *parts[i]);
             *parts[i] = NULL;
-            return false;
+            return 0;
         }
-    return true;
+    return 1;
 }

@@ -57,21 +57,38 @@ void sy__snap_trash_unref(const sy__alloc *a, sy__snap_trash *t) {
     sy__free(a, t);
 }
 
-/* One part of the trash freed, if older snapshots let go of it; the
- * snapshot drops the trash when nothing is left. */
+/* Whether a share's (or the trash's) time is spent. */
+static bool spent(uint64_t until) {
+    return sy__now_monotonic_us() >= until;
+}
+
+/* Parts of the trash freed, if older snapshots let go of it, until
+ * SY_TRASH_US have passed (the first part always); the snapshot drops the
+ * trash when nothing is left. */
 static void trash_step(sy_snapshot *s) {
     sy__snap_trash *t = s->trash;
-    if (t->ov && sy__overlay_free_step(t->ov)) {
-        sy__overlay_free(t->ov);
-        t->ov = NULL;
-    } else if (!t->ov && t->ix && sy__index_free_step(t->ix)) {
-        sy__index_unref(t->ix);
-        t->ix = NULL;
-    }
-    if (!t->ov && !t->ix) {
-        s->trash = NULL;
-        sy__snap_trash_unref(s->alloc, t);
-    }
+    uint64_t until = sy__now_monotonic_us() + SY_TRASH_US;
+    do {
+        if (t->ov) {
+            if (sy__overlay_free_step(t->ov)) {
+                sy__overlay_free(t->ov);
+                t->ov = NULL;
+            }
+        } else if (t->ix) {
+            int rc = sy__index_free_step(t->ix);
+            if (rc < 0)
+                return; /* held by an older snapshot */
+            if (rc > 0) {
+                sy__index_unref(t->ix);
+                t->ix = NULL;
+            }
+        }
+        if (!t->ov && !t->ix) {
+            s->trash = NULL;
+            sy__snap_trash_unref(s->alloc, t);
+            return;
+        }
+    } while (!spent(until));
 }
 
 sy__snap_build *sy__snap_build_ref(sy__snap_build *b) {
@@ -145,11 +162,6 @@ static bool skip(sy__snap_build *b, uint32_t slot) {
     }
     b->skipped[b->nskipped++] = slot;
     return true;
-}
-
-/* Whether the share's time is spent (checked between slices). */
-static bool spent(uint64_t until) {
-    return sy__now_monotonic_us() >= until;
 }
 
 /* One share of the rebuild: the reserved edge table emptied, routes, then

@@ -141,6 +141,10 @@ int sy__overlay_remove(sy__overlay *ov, uint32_t slot, const struct sy_route *r,
 #define SY_BUILD_US 250
 #define SY_BUILD_SLICE 64
 #define SY_BUILD_SLICE_ROUTES 16
+/* The time a derive spends freeing the trash of the last swap (the old
+ * base and ov[1], DROP_STEP of a large array at a time, index_step.c)
+ * before its share: the first part always goes. */
+#define SY_TRASH_US 60
 
 /* After a derive's changes: advance the running rebuild by one share and
  * swap its index in when complete; start one when the overlay and the

@@ -7,6 +7,7 @@
 #include "base/util.h"
 #include "testutil.h"
 
+#include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -529,6 +531,50 @@ START_TEST(huge_block_of_a_hosts_allocator_is_its_own) {
 }
 END_TEST
 
+/* Whether any byte of [p, p + n) is mapped (mincore fails with ENOMEM
+ * on an unmapped range). */
+static bool mapped(const void *p, size_t n) {
+    unsigned char vec[64];
+    return mincore((void *)p, n, vec) == 0 || errno != ENOMEM;
+}
+
+/* A block given back a part at a time (index_step.c): cut in place to
+ * whole pages whatever its size (realloc would keep a 1.5 MiB block
+ * whole), its first bytes kept, its tail out of the process; then
+ * unmapped whole, not kept for the next block. Not a mapped block, or a
+ * length not below its own: nothing done. */
+START_TEST(a_mapped_block_is_cut_in_place_and_given_back) {
+    sy__alloc a;
+    sy__alloc_init(&a, NULL);
+    size_t n = (size_t)3 << 19;
+    unsigned char *p = sy__malloc(&a, n);
+    ck_assert_ptr_nonnull(p);
+    size_t len = sy__alloc_mapped_len(p);
+    ck_assert_uint_ge(len, n);
+    for (size_t i = 0; i < n; i++)
+        p[i] = pat(i);
+    ck_assert(!sy__alloc_cut(p, len));
+    ck_assert_uint_eq(sy__alloc_mapped_len(p), len);
+    ck_assert(sy__alloc_cut(p, (size_t)1 << 20));
+    ck_assert_uint_eq(sy__alloc_mapped_len(p), (size_t)1 << 20);
+    ck_assert(!mapped(p + ((size_t)1 << 20), 4096));
+    ck_assert(sy__alloc_cut(p, 5000)); /* to whole pages */
+    ck_assert_uint_eq(sy__alloc_mapped_len(p), 8192);
+    ck_assert(!mapped(p + 8192, 4096));
+    for (size_t i = 0; i < 8192; i++)
+        ck_assert_uint_eq(p[i], pat(i));
+    ck_assert(sy__alloc_cut(p, 0));
+    ck_assert_uint_eq(sy__alloc_mapped_len(p), 0);
+    ck_assert(!mapped(p, 4096));
+    unsigned char *q = sy__malloc(&a, 1000); /* the arena's */
+    ck_assert_ptr_nonnull(q);
+    ck_assert(!sy__alloc_cut(q, 0));
+    ck_assert(!sy__alloc_cut(q, 10));
+    memset(q, 7, 1000);
+    sy__free(&a, q);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("alloc");
     TCase *tc = tcase_create("alloc");
@@ -553,6 +599,7 @@ int main(void) {
     tcase_add_test(tc, arena_serves_threads_freeing_each_others_blocks);
     ARENA_TEST(huge_blocks_are_advised_aligned_and_never_kept);
     ARENA_TEST(huge_block_falls_back_when_the_advice_fails);
+    ARENA_TEST(a_mapped_block_is_cut_in_place_and_given_back);
     tcase_add_test(tc, huge_block_of_a_hosts_allocator_is_its_own);
     suite_add_tcase(s, tc);
     return sy_test_run(s);

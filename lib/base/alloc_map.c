@@ -401,3 +401,26 @@ size_t sy__alloc_mapped_len(const void *p) {
     return 0;
 #endif
 }
+
+bool sy__alloc_cut(void *p, size_t to) {
+#ifdef SY_MAP_ON
+    size_t len = mapped_len(p), want = to ? pages_of(to) : 0;
+    if (!len || want >= len)
+        return false;
+    sy__alloc_lock();
+    sy__addr_entry *e = sy__addr_tab_find(&maps, (uintptr_t)p);
+    if (e && want)
+        e->val = want | (e->val & HUGE_BIT);
+    else if (e)
+        sy__addr_tab_delete(e);
+    sy__alloc_unlock();
+    if (!e)
+        return false;
+    munmap((char *)p + want, len - want); /* no other block's pages */
+    return true;
+#else
+    (void)p;
+    (void)to;
+    return false;
+#endif
+}

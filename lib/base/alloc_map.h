@@ -43,6 +43,14 @@ bool sy__alloc_maps_large(void);
  * frees a large block a share at a time (shrinking it with realloc) can
  * learn its size. */
 size_t sy__alloc_mapped_len(const void *p);
+/* p, a block the default allocator mapped itself, cut to its first `to`
+ * bytes in place (whole pages; its room given back whatever its size, not
+ * kept as realloc keeps a small block's), or with `to` 0 unmapped whole
+ * (then p is gone: not kept for reuse, no kept block pushed out): true
+ * when done; false, nothing done, when p is no such block or `to` is not
+ * below its length. For a caller giving back a large block a part at a
+ * time, so that no part unmaps more than it asked (index_step.c). */
+bool sy__alloc_cut(void *p, size_t to);
 /* n bytes (zeroed when asked) for a large array that lives long and is
  * read at random: an index built in one go (a lookup's TLB misses at
  * 1,000,000 routes, docs/performance.md). From the default allocator, a

@@ -296,16 +296,13 @@ static int finish(sy__index_step *st, sy__index **out) {
  * overruns it by less. */
 #define DROP_STEP ((size_t)128 << 10)
 
-/* *p, a mapping of the default allocator, trimmed to `to` bytes: true
- * when the mapping shrank (a block small enough for the allocator to keep
- * keeps its room: then it is freed whole instead). */
-static bool trim(const sy__alloc *a, void **p, size_t to) {
-    size_t before = sy__alloc_mapped_len(*p);
-    void *q = sy__realloc(a, *p, to);
-    if (!q)
-        return false;
-    *p = q;
-    return sy__alloc_mapped_len(q) < before;
+/* p, a mapping of the default allocator, cut to `to` bytes, or given
+ * back whole when `to` is 0 (sy__alloc_cut: a block of 2 MB or less is
+ * cut too, which realloc would keep whole, and a whole one is unmapped,
+ * never kept, so it pushes no kept block out); false when p is no such
+ * mapping. */
+static bool cut(bool maps, void *p, size_t to) {
+    return maps && sy__alloc_cut(p, to);
 }
 
 static bool drop_one(sy__index_step *st) {
@@ -344,12 +341,12 @@ static bool drop_one(sy__index_step *st) {
                      : parts[i].bytes ? parts[i].bytes
                      : maps           ? sy__alloc_mapped_len(*parts[i].p)
                                       : 0;
-        if (maps && cur >= 2 * DROP_STEP &&
-            trim(b->a, parts[i].p, cur - DROP_STEP)) {
+        if (cur >= 2 * DROP_STEP && cut(maps, *parts[i].p, cur - DROP_STEP)) {
             st->drop_len = cur - DROP_STEP;
             return true;
         }
-        sy__free(b->a, *parts[i].p);
+        if (!cut(maps, *parts[i].p, 0))
+            sy__free(b->a, *parts[i].p);
         *parts[i].p = NULL;
         st->drop_len = 0;
         return true;
@@ -674,10 +671,10 @@ int sy__index_free_step(sy__index *ix) {
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
         if (*parts[i]) {
             size_t len = maps ? sy__alloc_mapped_len(*parts[i]) : 0;
-            if (len >= 2 * DROP_STEP &&
-                trim(ix->alloc, parts[i], len - DROP_STEP))
+            if (len >= 2 * DROP_STEP && cut(maps, *parts[i], len - DROP_STEP))
                 return 0;
-            sy__free(ix->alloc, *parts[i]);
+            if (!cut(maps, *parts[i], 0))
+                sy__free(ix->alloc, *parts[i]);
             *parts[i] = NULL;
             return 0;
         }

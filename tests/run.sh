@@ -7,8 +7,12 @@
 # everything as its last line. The end-to-end suites start and stop their
 # own nginx, etcd, gateways and backends on loopback.
 #   FUZZ_SECONDS=60 (per target; 0 skips fuzzing)
+# Each phase line says when it started (UTC) and the seconds since the
+# start; the last phase line is followed by the summary.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+phase() { echo "== [$(date -u +%H:%M:%S) +${SECONDS}s] $*"; }
+phase "install-deps"
 bash tests/install-deps.sh || exit 1
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 logs=()
@@ -33,22 +37,22 @@ run() { # dir, meson test args...
   logs+=("$dir/meson-logs/testlog.json")
 }
 
-echo "== build (-Dwerror=true) and test"
+phase "build (-Dwerror=true) and test"
 if build build-test -Dwerror=true -Dpython=true -Dnginx=true; then run build-test; else rc=1; logs+=(build-test/missing); fi
 
-echo "== ASan+UBSan"
+phase "ASan+UBSan"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 if build build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dpython=false; then
   run build-asan --no-suite slow
 else rc=1; logs+=(build-asan/missing); fi
 
-echo "== TSan (concurrency suites)"
+phase "TSan (concurrency suites)"
 if CC=clang build build-tsan -Db_sanitize=thread -Db_lundef=false -Dpython=false -Dbench=false; then
   TSAN_OPTIONS=halt_on_error=1 run build-tsan --suite concurrency
 else rc=1; logs+=(build-tsan/missing); fi
 
 if [ "$FUZZ_SECONDS" != 0 ]; then
-  echo "== libFuzzer (${FUZZ_SECONDS}s per target)"
+  phase "libFuzzer (${FUZZ_SECONDS}s per target, two at a time)"
   if CC=clang build build-fuzz -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false \
        -Dc_args=-fsanitize=fuzzer-no-link -Dpython=false -Dbench=false -Dtests=true; then
     bash tests/fuzz/run.sh build-fuzz "$FUZZ_SECONDS" > build-fuzz/fuzz.tap 2>build-fuzz/fuzz.log
@@ -70,6 +74,7 @@ PY
   else rc=1; logs+=(build-fuzz/missing); fi
 fi
 
+phase "done"
 summary=$(/usr/bin/python3 tests/summarize.py "${logs[@]}")
 echo "$summary" | head -n -1
 last=$(echo "$summary" | tail -n 1)

@@ -7,7 +7,8 @@
 # target crashes, leaks or times out, when an expected target is missing
 # from the build, or when a target stopped before its time was up (no
 # "Done N runs in S second(s)" line with N > 0 and S close to SECONDS);
-# the crashing input is kept under BUILD_DIR/fuzz-artifacts/.
+# the crashing input is kept under BUILD_DIR/fuzz-artifacts/. Targets run
+# FUZZ_JOBS at a time (default the cores, up to 2; FUZZ_KEEP=1: one).
 #
 # A longer campaign, on demand (not in CI): FUZZ_KEEP=1 with more seconds,
 #   nice -n 19 env FUZZ_KEEP=1 bash tests/fuzz/run.sh build-fuzz 180
@@ -31,17 +32,16 @@ for name in "${expected[@]}"; do targets+=("$build/tests/fuzz/$name"); done
 
 artifacts="$build/fuzz-artifacts"
 mkdir -p "$artifacts"
-status=0
-n=0
-echo "1..${#targets[@]}"
-for t in "${targets[@]}"; do
-    n=$((n + 1))
+
+# One target, numbered n: its TAP lines to stdout, its diagnostics to
+# stderr, exit status 1 when it failed.
+fuzz_one() {
+    local n=$1 t=$2 name status=0
     name=$(basename "$t")
     if [[ ! -x $t ]]; then
         echo "not ok $n - $name: not built"
         echo "run.sh: $t missing" >&2
-        status=1
-        continue
+        return 1
     fi
     corpus=$(mktemp -d)
     cp "$data"/valid/*.json "$data"/invalid/*.json "$corpus"/ 2>/dev/null
@@ -97,5 +97,31 @@ for t in "${targets[@]}"; do
         rm -rf "$base"
     fi
     rm -rf "$corpus"
+    return $status
+}
+
+# FUZZ_JOBS targets at a time (default: the machine's cores, at most 2),
+# each for the full SECONDS on a core of its own; the TAP lines printed in
+# the targets' order whatever the order they finish in.
+# (FUZZ_KEEP=1: one at a time, the campaign niced behind other work)
+par=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
+[[ -z ${FUZZ_JOBS:-} ]] && ((par > 2)) && par=2
+[[ -z ${FUZZ_JOBS:-} && ${FUZZ_KEEP:-0} == 1 ]] && par=1
+((par >= 1)) || par=1
+out=$(mktemp -d)
+status=0
+echo "1..${#targets[@]}"
+n=0
+for t in "${targets[@]}"; do
+    n=$((n + 1))
+    while (($(jobs -rp | wc -l) >= par)); do wait -n; done
+    (fuzz_one "$n" "$t" >"$out/$n.tap" 2>"$out/$n.err"; echo $? >"$out/$n.rc") &
 done
+wait
+for ((i = 1; i <= n; i++)); do
+    cat "$out/$i.tap"
+    cat "$out/$i.err" >&2
+    [[ $(cat "$out/$i.rc" 2>/dev/null) == 0 ]] || status=1
+done
+rm -rf "$out"
 exit $status

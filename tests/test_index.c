@@ -1208,6 +1208,73 @@ START_TEST(a_keys_literal_path_is_in_its_candidate) {
 }
 END_TEST
 
+/* A wildcard key's route ("*.w{j}.example.com" and a literal Path): its
+ * "*" takes no var entry in the host trie (no label a walk or the key's
+ * probe meets is empty), so the candidate carries the Path's text
+ * (sy__cand_has_lit) and is decided without its route; hosts with an
+ * empty label, an odd end or another label count match as the scan
+ * says. */
+START_TEST(a_wildcard_keys_literal_path_is_in_its_candidate) {
+    enum { K = 20 };
+    char *doc = malloc((size_t)K * 300 + 128);
+    ck_assert_ptr_nonnull(doc);
+    size_t o = 0;
+    doc[o++] = '[';
+    for (size_t j = 0; j < K; j++)
+        o +=
+            (size_t)sprintf(doc + o,
+                            "{\"id\":\"w%zu\",\"uri\":\"http://b\",\"order\":1,"
+                            "\"predicates\":[\"Host=*.w%zu.example.com\","
+                            "\"Path=/api/data\"]},",
+                            j, j);
+    o +=
+        (size_t)sprintf(doc + o, "{\"id\":\"all\",\"uri\":\"http://b\","
+                                 "\"order\":2,\"predicates\":[\"Path=/**\"]}]");
+    sy_router *r = sy_test_router(doc, o);
+    free(doc);
+    sy_snapshot *h = sy_router_acquire(r);
+    const sy__index *ix = sy__snapshot_from_handle(h)->base;
+    sy_match_ctx *ctx;
+    ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
+    static const char *const hosts[] = {
+        "eu.w%zu.example.com",  "eu..w%zu.example.com",  ".w%zu.example.com",
+        "eu.w%zu.example.com.", "a.eu.w%zu.example.com", "w%zu.example.com"};
+    static const char *const paths[] = {"/api/data", "/api/datax", "/api"};
+    size_t hits = 0;
+    for (size_t j = 0; j < K; j++) {
+        char host[64];
+        snprintf(host, sizeof host, hosts[0], j);
+        sy__cand_list key;
+        ck_assert(index_host_wild(ix, (sy_str){host, strlen(host)}, &key));
+        ck_assert_uint_eq(key.len, 1);
+        ck_assert_uint_eq(key.c[0].nvars, 0);
+        ck_assert(sy__cand_has_lit(&key.c[0]));
+        for (size_t a = 0; a < sizeof hosts / sizeof *hosts; a++)
+            for (size_t k = 0; k < sizeof paths / sizeof *paths; k++) {
+                snprintf(host, sizeof host, hosts[a], j);
+                sy_request req = SY_REQUEST_INIT;
+                req.method = (sy_str){"GET", 3};
+                req.path = (sy_str){paths[k], strlen(paths[k])};
+                req.host = (sy_str){host, strlen(host)};
+                sy_match *m = NULL, *l = NULL;
+                ck_assert_int_eq(sy_snapshot_match(h, ctx, &req, &m), 0);
+                const sy_route *ra = m ? sy_match_route(m) : NULL;
+                ck_assert_int_eq(sy_snapshot_match_linear(h, ctx, &req, &l), 0);
+                const sy_route *rb = l ? sy_match_route(l) : NULL;
+                ck_assert_msg(ra == rb, "%s%s: index %s, scan %s", host,
+                              paths[k], ra ? sy_route_id(ra) : "-",
+                              rb ? sy_route_id(rb) : "-");
+                hits += ra && sy_route_id(ra)[0] == 'w';
+            }
+    }
+    /* eu. and eu.. (the empty label dropped) on /api/data */
+    ck_assert_uint_ge(hits, (size_t)K * 2);
+    sy_match_ctx_free(ctx);
+    sy_snapshot_release(h);
+    sy_router_free(r);
+}
+END_TEST
+
 /* Sixteen literal hosts, ten of them hashed to the table's last group
  * of eight (seven slots each: load <= 1/2): that group fills and the
  * rest spill over into the first one (the probe wraps). Every key is
@@ -1313,6 +1380,7 @@ int main(void) {
     tcase_add_test(tl, the_child_table_spreads_one_segment_under_many_parents);
     tcase_add_test(tl, a_late_path_or_many_vars_is_not_walk_proven);
     tcase_add_test(tl, a_keys_literal_path_is_in_its_candidate);
+    tcase_add_test(tl, a_wildcard_keys_literal_path_is_in_its_candidate);
     suite_add_tcase(s, tl);
     return sy_test_run(s);
 }

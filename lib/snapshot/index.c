@@ -370,9 +370,11 @@ rinfo sy__ix_route_info(builder *b, const struct sy_route *r) {
              * number of labels before the others) */
             uint32_t seg = (uint32_t)(d == 1 ? n - 1 - i : i);
             /* a "*" but the last needs a non-empty segment: an entry
-             * without a name checks that and captures nothing */
-            bool check =
-                name.ptr || (sy__pattern_segment_is_star(pat, i) && i + 1 < n);
+             * without a name checks that and captures nothing (a path's
+             * only: no host label a walk or a wildcard key meets is empty,
+             * and a host with an empty end label is not walk-proven) */
+            bool check = name.ptr || (d == 0 && i + 1 < n &&
+                                      sy__pattern_segment_is_star(pat, i));
             if (check && !add_var(b, name, seg)) {
                 b->failed = true;
                 return ri;

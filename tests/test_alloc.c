@@ -496,6 +496,88 @@ START_TEST(huge_block_falls_back_when_the_advice_fails) {
 }
 END_TEST
 
+/* A bulk's block: from a 2 MiB boundary, whole huge pages, advised where
+ * the kernel has them, its bytes kept. */
+static void check_bulk_block(unsigned char *p, size_t n, size_t tag, bool thp) {
+    size_t huge = (size_t)2 << 20;
+    ck_assert_ptr_nonnull(p);
+    ck_assert_uint_eq((uintptr_t)p & (huge - 1), 0);
+    ck_assert_uint_eq(sy__alloc_mapped_len(p), (n + huge - 1) & ~(huge - 1));
+    ck_assert_int_eq(sy__alloc_huge_advised(p), thp);
+    ck_assert_int_eq(smaps_hugepage(p), thp);
+    check_fill(p, n, tag);
+}
+
+static void *bulk_elsewhere(void *arg) {
+    (void)arg;
+    sy__alloc a;
+    sy__alloc_init(&a, NULL);
+    unsigned char *p = sy__malloc(&a, (size_t)3 << 20);
+    bool advised = p && sy__alloc_huge_advised(p);
+    sy__free(&a, p);
+    return advised ? p : NULL;
+}
+
+/* In a bulk (sy__alloc_bulk: an apply's temporaries), a block of 1 MiB or
+ * more is mapped in whole huge pages, and one that grows to 1 MiB or more
+ * moves into them (copied from small pages, moved from huge ones), its
+ * bytes kept; smaller blocks, other threads' blocks and blocks made after
+ * the bulk are ordinary; a freed bulk block is unmapped, not kept. */
+START_TEST(bulk_blocks_take_huge_pages_in_their_thread_only) {
+    sy__alloc a;
+    sy__alloc_init(&a, NULL);
+    bool thp = access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK) == 0;
+    size_t mib = (size_t)1 << 20;
+    unsigned char *small = sy__malloc(&a, 3 * mib / 4); /* before the bulk */
+    ck_assert_ptr_nonnull(small);
+    fill(small, 3 * mib / 4, 7);
+    ck_assert(!sy__alloc_bulk(true));
+    size_t n = 3 * mib / 2;
+    unsigned char *p = sy__malloc(&a, n);
+    ck_assert_ptr_nonnull(p);
+    fill(p, n, 1);
+    check_bulk_block(p, n, 1, thp);
+    /* grown from huge pages: moved to a boundary, its room whole pages */
+    size_t m = 3 * mib + 5;
+    p = sy__realloc(&a, p, m);
+    fill(p + n, m - n, 1 + n);
+    check_bulk_block(p, m, 1, thp);
+    /* grown from small pages: copied */
+    small = sy__realloc(&a, small, n);
+    fill(small + 3 * mib / 4, n - 3 * mib / 4, 7 + 3 * mib / 4);
+    check_bulk_block(small, n, 7, thp);
+    /* a block below 1 MiB is an ordinary one; another thread's too */
+    unsigned char *q = sy__malloc(&a, mib - 4096);
+    ck_assert_ptr_nonnull(q);
+    ck_assert(!sy__alloc_huge_advised(q));
+    pthread_t t;
+    void *other = NULL;
+    ck_assert_int_eq(pthread_create(&t, NULL, bulk_elsewhere, NULL), 0);
+    ck_assert_int_eq(pthread_join(t, &other), 0);
+    ck_assert_ptr_null(other);
+    /* a refused advice: a block that works in small pages */
+    sy__alloc_huge_test_fail(true);
+    unsigned char *r = sy__malloc(&a, n);
+    sy__alloc_huge_test_fail(false);
+    ck_assert_ptr_nonnull(r);
+    ck_assert(!sy__alloc_huge_advised(r));
+    fill(r, n, 3);
+    check_fill(r, n, 3);
+    ck_assert(sy__alloc_bulk(false));
+    unsigned char *after = sy__malloc(&a, (size_t)3 << 20);
+    ck_assert_ptr_nonnull(after);
+    ck_assert(!sy__alloc_huge_advised(after));
+    ck_assert_int_eq(smaps_hugepage(after), 0);
+    sy__free(&a, p);
+    ck_assert_int_eq(smaps_hugepage(p), -1); /* unmapped, not kept */
+    sy__free(&a, small);
+    ck_assert_int_eq(smaps_hugepage(small), -1);
+    sy__free(&a, q);
+    sy__free(&a, r);
+    sy__free(&a, after);
+}
+END_TEST
+
 static size_t user_mallocs;
 static void *user_malloc(void *d, size_t n) {
     (void)d;
@@ -600,6 +682,7 @@ int main(void) {
     ARENA_TEST(huge_blocks_are_advised_aligned_and_never_kept);
     ARENA_TEST(huge_block_falls_back_when_the_advice_fails);
     ARENA_TEST(a_mapped_block_is_cut_in_place_and_given_back);
+    ARENA_TEST(bulk_blocks_take_huge_pages_in_their_thread_only);
     tcase_add_test(tc, huge_block_of_a_hosts_allocator_is_its_own);
     suite_add_tcase(s, tc);
     return sy_test_run(s);

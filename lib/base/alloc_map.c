@@ -19,6 +19,12 @@
  * small blocks stay out of libc's heap for the reason alloc_small.c gives
  * (a long-lived one pins the heap's top, and its free trims all below).
  *
+ * In a bulk (sy__alloc_bulk: a document's apply, whose large temporaries
+ * are tens of MB faulted in and freed), a block of BULK_MIN or more is
+ * mapped in whole 2 MiB pages, advised into transparent huge pages: on
+ * this VM a small page's fault costs ~2.1 us, a huge page's ~0.5 us per
+ * 4 KiB (docs/performance.md, Round 11 (session 43)).
+ *
  * A mapped block starts on a page; its size is kept in a table (an
  * open-addressing set of the live mappings, under the default allocator's
  * one lock, sy__alloc_lock), looked up only for page-aligned pointers that
@@ -68,6 +74,10 @@ static struct {
 #define HUGE_BIT ((size_t)1)
 #define HUGE_LEN ((size_t)2 << 20)
 static bool huge_advice_fails; /* tests: sy__alloc_huge_test_fail */
+/* sy__alloc_bulk: this thread's blocks of BULK_MIN bytes or more go in
+ * huge pages (one of less than 2 MiB takes a whole one) */
+static _Thread_local bool bulk_on;
+#define BULK_MIN ((size_t)1 << 20)
 
 static size_t pages_of(size_t n) {
     long ps = sysconf(_SC_PAGESIZE);
@@ -107,10 +117,65 @@ static uintptr_t keep_take(size_t len, size_t *got) {
     return base;
 }
 
+/* len bytes (whole pages) mapped from a 2 MiB boundary, not yet in the
+ * table; NULL when no mapping could be had. */
+static char *huge_reserve(size_t len) {
+    if (len > SIZE_MAX - HUGE_LEN)
+        return NULL;
+    char *m = mmap(NULL, len + HUGE_LEN, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+    uintptr_t u = (uintptr_t)m, p = (u + HUGE_LEN - 1) & ~(HUGE_LEN - 1);
+    if (p > u)
+        munmap(m, p - u);
+    if (u + HUGE_LEN > p)
+        munmap((void *)(p + len), u + HUGE_LEN - p);
+    return (char *)p;
+}
+
+/* p (len bytes) advised into transparent huge pages: true when it was. */
+static bool huge_advise(void *p, size_t len) {
+    return !huge_advice_fails && madvise(p, len, MADV_HUGEPAGE) == 0;
+}
+
+/* A bulk block's mapped length: whole huge pages (a partly used last one
+ * would fault in small pages; its unused rest is never touched). */
+static size_t bulk_len(size_t len) {
+    return (len + HUGE_LEN - 1) & ~(HUGE_LEN - 1);
+}
+
+/* n bytes (HUGE_LEN or more) mapped from a 2 MiB boundary and advised into
+ * transparent huge pages; NULL when no mapping could be had. A failed
+ * advice leaves a block in small pages, as good as map_new's. */
+static void *map_huge(size_t n) {
+    size_t len = pages_of(n);
+    char *p = len < n ? NULL : huge_reserve(len);
+    if (!p)
+        return NULL;
+    bool huge = huge_advise(p, len);
+    sy__alloc_lock();
+    bool ok = sy__addr_tab_room(&maps, 1);
+    if (ok)
+        sy__addr_tab_put(&maps, (uintptr_t)p, len | (huge ? HUGE_BIT : 0));
+    sy__alloc_unlock();
+    atomic_store_explicit(&map_any, true, memory_order_release);
+    if (!ok) {
+        munmap(p, len);
+        return NULL;
+    }
+    return p;
+}
+
 static void *map_new(size_t n, bool zero) {
     size_t len = pages_of(n);
     if (len < n)
         return NULL;
+    if (bulk_on && len >= BULK_MIN && len <= SIZE_MAX - HUGE_LEN) {
+        void *p = map_huge(bulk_len(len));
+        if (p)
+            return p; /* zero already */
+    }
     if (len <= SY_MAP_KEEP_MAX &&
         atomic_load_explicit(&map_any, memory_order_acquire)) {
         size_t got = 0;
@@ -234,14 +299,37 @@ static void *map_realloc(void *d, void *p, size_t n) {
     if (want == len ||
         (want < len && len <= SY_MAP_KEEP_MAX && want >= len / 2))
         return p; /* a keepable block keeps its room */
+    /* a block growing to BULK_MIN or more in a bulk (sy__alloc_bulk):
+     * copied into a new one when it is in small pages (they would hold
+     * its first 2 MiB page), else moved to a 2 MiB boundary and advised,
+     * so that its new room faults in huge pages */
+    bool grow = bulk_on && want > len && want >= BULK_MIN &&
+                want <= SIZE_MAX - HUGE_LEN;
+    if (grow && len < HUGE_LEN) {
+        void *q = map_move(d, p, len, n);
+        if (q)
+            return q;
+    }
+    if (grow)
+        want = bulk_len(want);
+    char *to = grow ? huge_reserve(want) : NULL;
     sy__alloc_lock();
     /* the table must have room before the mapping moves, so that a moved
      * block is never unknown */
     bool room = sy__addr_tab_room(&maps, 1);
-    void *q = room ? mremap(p, len, want, MREMAP_MAYMOVE) : MAP_FAILED;
+    void *q = room && to
+                  ? mremap(p, len, want, MREMAP_MAYMOVE | MREMAP_FIXED, to)
+                  : MAP_FAILED;
+    /* the reservation, unused (a failed move has unmapped it already) */
+    if (to && !room)
+        munmap(to, want);
+    if (room && q == MAP_FAILED)
+        q = mremap(p, len, want, MREMAP_MAYMOVE);
     if (q != MAP_FAILED) {
         sy__addr_entry *e = sy__addr_tab_find(&maps, (uintptr_t)p);
         size_t huge = e->val & HUGE_BIT;
+        if (q == to && huge_advise(q, want))
+            huge = HUGE_BIT;
         if (q == p) {
             e->val = want | huge;
         } else {
@@ -268,37 +356,6 @@ static void *map_calloc(size_t n) {
             return memset(p, 0, n);
     }
     return calloc(1, n ? n : 1);
-}
-
-/* n bytes (over HUGE_LEN) mapped from a 2 MiB boundary and advised into
- * transparent huge pages; NULL when no mapping could be had. A failed
- * advice leaves a block in small pages, as good as map_new's. */
-static void *map_huge(size_t n) {
-    size_t len = pages_of(n);
-    if (len < n || len > SIZE_MAX - HUGE_LEN)
-        return NULL;
-    char *m = mmap(NULL, len + HUGE_LEN, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED)
-        return NULL;
-    uintptr_t u = (uintptr_t)m, p = (u + HUGE_LEN - 1) & ~(HUGE_LEN - 1);
-    if (p > u)
-        munmap(m, p - u);
-    if (u + HUGE_LEN > p)
-        munmap((void *)(p + len), u + HUGE_LEN - p);
-    bool huge =
-        !huge_advice_fails && madvise((void *)p, len, MADV_HUGEPAGE) == 0;
-    sy__alloc_lock();
-    bool ok = sy__addr_tab_room(&maps, 1);
-    if (ok)
-        sy__addr_tab_put(&maps, p, len | (huge ? HUGE_BIT : 0));
-    sy__alloc_unlock();
-    atomic_store_explicit(&map_any, true, memory_order_release);
-    if (!ok) {
-        munmap((void *)p, len);
-        return NULL;
-    }
-    return (void *)p;
 }
 
 #else /* libc's, as they are */
@@ -366,6 +423,17 @@ void *sy__alloc_huge(const sy__alloc *a, size_t n, bool zero) {
     if (p && zero)
         memset(p, 0, n);
     return p;
+}
+
+bool sy__alloc_bulk(bool on) {
+#ifdef SY_MAP_ON
+    bool was = bulk_on;
+    bulk_on = on;
+    return was;
+#else
+    SY_UNUSED(on);
+    return false;
+#endif
 }
 
 void sy__alloc_huge_test_fail(bool fail) {

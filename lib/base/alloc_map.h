@@ -60,6 +60,15 @@ bool sy__alloc_cut(void *p, size_t to);
  * pages. Any other block as sy__malloc would give it. Freed by sy__free;
  * a huge block is never kept for reuse (alloc_map.c). */
 void *sy__alloc_huge(const sy__alloc *a, size_t n, bool zero);
+/* A bulk of temporaries (on) or not (off), for the calling thread until
+ * it says otherwise; returns the state before, to be set back. In a bulk,
+ * a block of 2 MiB or more that the default allocator maps afresh, or
+ * moves to grow to 2 MiB or more, is placed and advised as sy__alloc_huge's
+ * (2 MiB pages: one fault where 512 were, docs/performance.md "Round 11
+ * (session 43)"). For the large arrays of a document's apply, most freed
+ * before it returns: a block that outlives it keeps its huge pages, which
+ * hold at most one partly used 2 MiB page more than small ones. */
+bool sy__alloc_bulk(bool on);
 /* True when p is a block of sy__alloc_huge that was advised. */
 bool sy__alloc_huge_advised(const void *p);
 /* Tests: the advice fails from now on (fail) or not, as on a kernel

@@ -440,8 +440,16 @@ int sy__commit_run(sy_router *r, const sy__change *items, size_t n, bool single,
     if (rc == SY_OK)
         rc = run_steps(&u, err);
     uint64_t t1 = sy__now_monotonic_us();
-    if (rc == SY_OK && u.c.inter.n && !dry)
+    if (rc == SY_OK && u.c.inter.n && !dry) {
+        /* after a document, the publish's sorts are a bulk as its steps'
+         * temporaries were (commit_steps.c step_apply) */
+        bool doc = false;
+        for (size_t i = 0; i < n; i++)
+            doc |= items[i].kind == SY_CHANGE_APPLY;
+        bool bulk = sy__alloc_bulk(doc);
         rc = publish_work(&u.c, err);
+        sy__alloc_bulk(bulk);
+    }
     u.publish_us = sy__now_monotonic_us() - t1 + u.c.derive_us;
     u.now = sy__now_realtime_ms();
     if (rc)

@@ -467,13 +467,17 @@ static int apply_document(commit *c, uint32_t si, const char *json, size_t len,
 }
 
 /* One document applied to source si; the span table of the source's live
- * routes (by the bytes that built them) lives for the parse and the diff. */
+ * routes (by the bytes that built them) lives for the parse and the diff.
+ * Its large temporaries (the scan's elements, the change list, the sorts,
+ * a fresh index's build arrays) are a bulk: in huge pages. */
 static int step_apply(commit *c, uint32_t si, const char *json, size_t len,
                       bool force, sy_report *rep, sy_error *err) {
     reuse_ctx rctx;
+    bool bulk = sy__alloc_bulk(true);
     sy__reuse_begin(&rctx, &c->r->alloc, c->work, si, c->st[si].next_pos);
     int rc = apply_document(c, si, json, len, force, &rctx, rep, err);
     sy__reuse_end(&rctx);
+    sy__alloc_bulk(bulk);
     return rc;
 }
 

@@ -284,7 +284,7 @@ static bool reset(sy__snap_build *b) {
     return true;
 }
 
-int sy__snap_build_advance(sy_snapshot *s) {
+static int build_advance(sy_snapshot *s) {
     if (s->trash)
         trash_step(s);
     size_t live = s->route_count;
@@ -302,4 +302,14 @@ int sy__snap_build_advance(sy_snapshot *s) {
     if (advance(s, b) != SY_OK)
         b->failed = true;
     return SY_OK;
+}
+
+/* A rebuild's arrays live across publishes and are given back a share at
+ * a time (index_step.c): never in huge pages, even when a document's
+ * apply (a bulk, sy__alloc_bulk) advances it. */
+int sy__snap_build_advance(sy_snapshot *s) {
+    bool bulk = sy__alloc_bulk(false);
+    int rc = build_advance(s);
+    sy__alloc_bulk(bulk);
+    return rc;
 }

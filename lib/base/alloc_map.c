@@ -145,6 +145,22 @@ static size_t bulk_len(size_t len) {
     return (len + HUGE_LEN - 1) & ~(HUGE_LEN - 1);
 }
 
+/* Enter a new mapping of `len` bytes (with its HUGE_BIT `flags`) in the
+ * table of mapped blocks; unmapped again when the table has no room. */
+static void *map_record(void *p, size_t len, size_t flags) {
+    sy__alloc_lock();
+    bool ok = sy__addr_tab_room(&maps, 1);
+    if (ok)
+        sy__addr_tab_put(&maps, (uintptr_t)p, len | flags);
+    sy__alloc_unlock();
+    atomic_store_explicit(&map_any, true, memory_order_release);
+    if (!ok) {
+        munmap(p, len);
+        return NULL;
+    }
+    return p;
+}
+
 /* n bytes (HUGE_LEN or more) mapped from a 2 MiB boundary and advised into
  * transparent huge pages; NULL when no mapping could be had. A failed
  * advice leaves a block in small pages, as good as map_new's. */
@@ -154,17 +170,7 @@ static void *map_huge(size_t n) {
     if (!p)
         return NULL;
     bool huge = huge_advise(p, len);
-    sy__alloc_lock();
-    bool ok = sy__addr_tab_room(&maps, 1);
-    if (ok)
-        sy__addr_tab_put(&maps, (uintptr_t)p, len | (huge ? HUGE_BIT : 0));
-    sy__alloc_unlock();
-    atomic_store_explicit(&map_any, true, memory_order_release);
-    if (!ok) {
-        munmap(p, len);
-        return NULL;
-    }
-    return p;
+    return map_record(p, len, huge ? HUGE_BIT : 0);
 }
 
 static void *map_new(size_t n, bool zero) {
@@ -197,17 +203,7 @@ static void *map_new(size_t n, bool zero) {
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return NULL;
-    sy__alloc_lock();
-    bool ok = sy__addr_tab_room(&maps, 1);
-    if (ok)
-        sy__addr_tab_put(&maps, (uintptr_t)p, len);
-    sy__alloc_unlock();
-    atomic_store_explicit(&map_any, true, memory_order_release);
-    if (!ok) {
-        munmap(p, len);
-        return NULL;
-    }
-    return p;
+    return map_record(p, len, 0);
 }
 
 /* Keep a freed mapped block of `len` bytes for the next one of its size

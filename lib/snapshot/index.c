@@ -475,7 +475,7 @@ size_t sy__index_lookup_flat(const sy__index *ix, const sy__segments *path,
 
 /* The pool's place of the candidate copied before the record at hkeys +
  * off: the slot naming that record (its key's text hashed again). */
-uint32_t sy__index_host_cand_place(const sy__index *ix, uint32_t off) {
+static uint32_t host_cand_place(const sy__index *ix, uint32_t off) {
     const char *rec = ix->hkeys + off;
     uint16_t len, term_len;
     host_rec_head(rec, &len, &term_len);
@@ -486,4 +486,25 @@ uint32_t sy__index_host_cand_place(const sy__index *ix, uint32_t off) {
             if (host_tag_at(&ix->hosts[g], j) &&
                 ix->hosts[g].slot[j].off == off)
                 return ix->hosts[g].slot[j].term_off;
+}
+
+bool sy__index_cand_slot(const sy__index *ix, const sy__cand *cd,
+                         uint32_t *slot) {
+    uintptr_t at = (uintptr_t)(const void *)cd,
+              lo = (uintptr_t)(const void *)ix->cands,
+              nlo = (uintptr_t)(const void *)ix->nodes;
+    if (at >= lo && at - lo < (uintptr_t)ix->ncands * sizeof *cd) {
+        *slot = ix->cslots[(at - lo) / sizeof *cd];
+        return true;
+    }
+    if (at >= nlo && at - nlo < (uintptr_t)ix->node_count * sizeof(xnode)) {
+        *slot = ix->cslots[ix->nodes[(at - nlo) / sizeof(xnode)].kids];
+        return true;
+    }
+    uintptr_t klo = (uintptr_t)(const void *)ix->hkeys;
+    if (!ix->hkeys || at < klo || at - klo >= ix->hkeys_used)
+        return false;
+    *slot = ix->cslots[host_cand_place(
+        ix, (uint32_t)(at - klo + sizeof *cd))]; /* its record's head */
+    return true;
 }

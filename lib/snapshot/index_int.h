@@ -736,10 +736,6 @@ static inline sy__cand_list host_hit(const sy__index *ix, const hslot *e,
     return (sy__cand_list){c, ix->vars, term_len, proof, true, host};
 }
 
-/* The pool's place of the candidate copied before the record at hkeys +
- * off (index.c). */
-uint32_t sy__index_host_cand_place(const sy__index *ix, uint32_t off);
-
 /*
  * The whole-host table's list for `host` (not empty) of kind `wild`: 0,
  * the host itself (a hit proves its Host predicates); HE_WILD, the
@@ -797,34 +793,16 @@ static inline bool index_path_none(const sy__index *ix) {
            !(r->shape & (X_NLIT | X_WILD | X_HASH | X_SIDE | X_MULTI));
 }
 
+/* Whether cd is one of ix's candidates, with its slot in *slot: in the
+ * pool, or an X_LONE node's or a host key record's (the slot of its copy
+ * in the pool). */
+bool sy__index_cand_slot(const sy__index *ix, const sy__cand *cd,
+                         uint32_t *slot); /* index.c */
+
 /* Whether every list of the host trie is a key's (hfilter.loose): then
  * a host without an empty label (no leading, trailing or doubled '.':
  * the walk drops those labels, the probes do not) that both probes
  * missed meets no list in a walk either, and the matcher skips it. */
-/* Whether cd is one of ix's candidates, with its slot in *slot: in the
- * pool, or an X_LONE node's or a host key record's (the slot of its copy
- * in the pool). */
-static inline bool sy__index_cand_slot(const sy__index *ix, const sy__cand *cd,
-                                       uint32_t *slot) {
-    uintptr_t at = (uintptr_t)(const void *)cd,
-              lo = (uintptr_t)(const void *)ix->cands,
-              nlo = (uintptr_t)(const void *)ix->nodes;
-    if (at >= lo && at - lo < (uintptr_t)ix->ncands * sizeof *cd) {
-        *slot = ix->cslots[(at - lo) / sizeof *cd];
-        return true;
-    }
-    if (at >= nlo && at - nlo < (uintptr_t)ix->node_count * sizeof(xnode)) {
-        *slot = ix->cslots[ix->nodes[(at - nlo) / sizeof(xnode)].kids];
-        return true;
-    }
-    uintptr_t klo = (uintptr_t)(const void *)ix->hkeys;
-    if (!ix->hkeys || at < klo || at - klo >= ix->hkeys_used)
-        return false;
-    *slot = ix->cslots[sy__index_host_cand_place(
-        ix, (uint32_t)(at - klo + sizeof *cd))]; /* its record's head */
-    return true;
-}
-
 static inline bool index_host_keyed(const sy__index *ix) {
     return ix->hosts && !ix->hfilt.loose;
 }

@@ -26,8 +26,8 @@
  * misses can be read against (docs/performance.md, "Round 11
  * (continued): huge pages at 1,000,000 routes").
  *
- * Beside the last two a stall watcher (the reader thread, or a thread of
- * its own) reads CLOCK_MONOTONIC without pause and records every gap over
+ * Beside the last three a stall watcher (the reader thread, or a thread
+ * of its own) reads CLOCK_MONOTONIC without pause and records every gap over
  * 200 us in which it was not switched out: the machine stopping the
  * virtual CPU (an interrupt's or the host's time, charged to whatever
  * thread runs), not code. A publish whose wall time exceeds its thread CPU
@@ -41,7 +41,7 @@
  * time the hypervisor ran something else while a vCPU of this VM wanted to
  * run), in its ticks of 10 ms: the host's share the watcher can only infer.
  *
- * In those two cases the publisher runs on one CPU and the reader or
+ * In those three cases the publisher runs on one CPU and the reader or
  * watcher on another (printed as the case's condition; SY_BENCH_PIN=0
  * leaves both to the scheduler): a spinner placed on the publisher's
  * vCPU made it wait out a time slice, ~2.5 ms (docs/performance.md,
@@ -789,6 +789,42 @@ static void scale_with_readers(table *t) {
     notes_free();
 }
 
+/* ---- a stall watcher beside a run of upserts ---- */
+
+/* The watcher on a CPU of its own while this thread upserts; from
+ * watched_stop to watched_free the report reads what it saw (g_watch). */
+typedef struct watched {
+    stall_watch w;
+    pthread_t tid;
+    placement pl;
+    pthread_attr_t attr;
+    bool on;
+} watched;
+
+static void watched_start(watched *x, const char *name) {
+    watch_init(&x->w, STALLS_MAX);
+    place(&x->pl, &x->attr, name, "stall watcher");
+    x->on = pthread_create(&x->tid, &x->attr, watch_run, &x->w) == 0;
+    if (!x->on)
+        comment("%s: no stall watcher (no thread)", name);
+    while (x->on && !atomic_load(&x->w.started))
+        ;
+}
+
+static void watched_stop(watched *x) {
+    if (x->on) {
+        atomic_store(&x->w.stop, 1);
+        pthread_join(x->tid, NULL);
+        g_watch = &x->w;
+    }
+    unplace(&x->pl, &x->attr);
+}
+
+static void watched_free(watched *x) {
+    g_watch = NULL;
+    free(x->w.v);
+}
+
 /* ---- a table that grows by one route a publish ---- */
 
 static void scale_grow(table *t) {
@@ -797,29 +833,15 @@ static void scale_grow(table *t) {
     double *us = bench_xmalloc(RUNS * sizeof *us);
     double *cpu = bench_xmalloc(RUNS * sizeof *cpu);
     notes_alloc(RUNS, true);
-    stall_watch watch;
-    watch_init(&watch, STALLS_MAX);
-    pthread_t tid;
-    placement pl;
-    pthread_attr_t attr;
-    place(&pl, &attr, name, "stall watcher");
-    bool watching = pthread_create(&tid, &attr, watch_run, &watch) == 0;
-    if (!watching)
-        comment("%s: no stall watcher (no thread)", name);
-    while (watching && !atomic_load(&watch.started))
-        ;
+    watched wd;
+    watched_start(&wd, name);
     size_t swaps, builds, from = t->routes;
     long steal0 = steal_ms();
     uint64_t t0 = bench_now_ns();
     size_t done =
         upserts(t, from, "", RUNS, RUNS, false, true, us, cpu, &swaps, &builds);
     double secs = (double)(bench_now_ns() - t0) / 1e9;
-    if (watching) {
-        atomic_store(&watch.stop, 1);
-        pthread_join(tid, NULL);
-        g_watch = &watch;
-    }
-    unplace(&pl, &attr);
+    watched_stop(&wd);
     sy_snapshot *h = sy_router_acquire(t->router);
     size_t now = sy_snapshot_route_count(h);
     sy_snapshot_release(h);
@@ -853,10 +875,9 @@ static void scale_grow(table *t) {
                 "(the table then held %zu)",
                 name, from + worst, from + worst + 1);
     }
-    g_watch = NULL;
+    watched_free(&wd);
     free(us);
     free(cpu);
-    free(watch.v);
     notes_free();
 }
 
@@ -928,12 +949,21 @@ void case_scale(void) {
         double *us = bench_xmalloc(RUNS * sizeof *us);
         double *cpu = bench_xmalloc(RUNS * sizeof *cpu);
         notes_alloc(RUNS, false);
+        watched wd;
+        watched_start(&wd, "scale/one-route-max");
         size_t swaps, builds;
+        long steal0 = steal_ms();
+        uint64_t s0 = bench_now_ns();
         size_t done = upserts(&t, 1, "m", RUNS, RUNS, false, false, us, cpu,
                               &swaps, &builds);
-        if (done)
+        double secs = (double)(bench_now_ns() - s0) / 1e9;
+        watched_stop(&wd);
+        if (done) {
             report_upserts("scale/one-route-max", t.routes, us, cpu, done,
                            swaps, builds);
+            report_steal("scale/one-route-max", steal0, secs);
+        }
+        watched_free(&wd);
         free(us);
         free(cpu);
         notes_free();

@@ -187,6 +187,8 @@ rows = [
      fig("scale/match-ratio", 1000000), "<=", 1.3, "x"),
     ("scale/one-route-max", 1000000, fig("scale/one-route-max", 1000000), "<=",
      1000, "us"),
+    ("scale/one-route-max-unstalled (no stall seen)", 1000000,
+     fig("scale/one-route-max-unstalled", 1000000), "<=", 1000, "us"),
     ("scale/publish-max-readers", 1000000,
      fig("scale/publish-max-readers", 1000000), "<=", 2000, "us"),
     ("scale/publish-max-readers-unstalled (no stall seen)", 1000000,

@@ -483,7 +483,10 @@ size_t gw_fast_execute_response(http_parser *p, const http_parser_settings *s,
         p->content_length = h.content_length;
         p->upgrade = 0;
         off += h.head_len - 1; /* where http-parser is at headers_complete */
-        switch (s->on_headers_complete ? s->on_headers_complete(p) : 0) {
+        f->lines = true;
+        int hc = s->on_headers_complete ? s->on_headers_complete(p) : 0;
+        f->lines = false;
+        switch (hc) {
         case 0: break;
         case 2: p->upgrade = 1; /* fall through */
         case 1: p->flags |= F_SKIPBODY; break;

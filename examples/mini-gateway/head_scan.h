@@ -54,7 +54,11 @@ bool gw_head_scan_response(const char *buf, size_t len, size_t max_head,
  * mid, its on_message_complete sets mid to !http_should_keep_alive (where
  * http-parser stops parsing the connection); zeroed with http_parser_init. */
 typedef struct gw_fast_msg {
-    bool mid;      /* http-parser is inside a message of its own */
+    bool mid; /* http-parser is inside a message of its own */
+    /* true only during on_headers_complete of a head scanned here: each
+     * header's line is then "name:" OWS value "\r\n" as its slices show
+     * (the value ends at the CR), the lines one after another */
+    bool lines;
     uint64_t left; /* body bytes still to come of a message read here */
 } gw_fast_msg;
 

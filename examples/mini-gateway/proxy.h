@@ -291,6 +291,11 @@ void gw_request_copy_response_ops(gw_request *q, sy_match *m,
  * and gw_request_pre_next then gives the name after `at` (NULL: the
  * first) and its *value, NUL-ended; NULL after the last. */
 void gw_request_pre_split(gw_request *q);
+/* Appends the header lines of a response head scanned whole (hdrs[0..n)
+ * while gw_fast_msg.lines: each line's bytes as read), less the
+ * hop-by-hop ones but Content-Length; the gw_name_bits of the names kept
+ * (Content-Length's aside, as a header list holds them). */
+uint64_t gw_head_lines(gw_buf *out, const sy_header *hdrs, size_t n);
 /* n bytes of a header name (tchars) equal to a literal of lowercase
  * letters, digits and '-', ASCII case aside: exact, as a tchar | 0x20
  * is a lowercase letter only when it was that letter in either case, and

@@ -940,24 +940,43 @@ static int r_headers_complete(http_parser *p) {
         }
     }
     q->rlast = 0; /* nothing for up_read to copy */
+    q->status = q->status_override ? q->status_override : st;
+    gw_client *c = q->c;
+    /* the head straight into the client's output, where gw_client_write
+     * would copy it from a buffer of its own (a malloc, a copy and a free
+     * a response); a closing client's goes to one that is dropped */
+    gw_buf dropped = {0};
+    gw_buf *out = c->closing ? &dropped : &c->out;
+    size_t mark = out->len;
+    gw_buf_status_line(out, q->status);
+    size_t lines_at = out->len;
     hlist l;
     hl_init(&l);
-    uint64_t names = 0; /* gw_name_bit of each header in l */
-    for (size_t i = 0; i < q->rn; i++) {
+    /* a head scanned whole, with no edit but lines kept (below): its
+     * header lines go on as the upstream wrote them, not through l */
+    bool raw = u->fast.lines && !q->nops && !q->cache_cap && !q->pre_split;
+    uint64_t names = raw ? gw_head_lines(out, q->rhs, q->rn) : 0;
+    /* lines kept as all the edits (the usual limited, CORS or
+     * SecureHeaders route): into the head as they are, after l */
+    bool direct = q->pre.len && !q->pre_split && !q->nops && !q->cache_cap;
+    if (raw && direct &&
+        (q->pre_known == q->pre.len ? (names & q->pre_bits)
+                                    : !pre_direct(&q->pre, names))) {
+        out->len = lines_at; /* a kept line may be of a name it has */
+        raw = direct = false;
+    }
+    for (size_t i = 0; i < q->rn && !raw; i++) {
         sy_str n = q->rhs[i].name, v = q->rhs[i].value;
         if (!gw_resp_hop(n.ptr, n.len)) {
             hl_addn(&l, n.ptr, n.len, v.ptr, v.len);
             names |= gw_name_bit(n.ptr, n.len);
         }
     }
-    /* lines kept as all the edits (the usual limited, CORS or
-     * SecureHeaders route): into the head as they are, after l */
-    bool direct = q->pre.len && !q->pre_split && !q->nops && !q->cache_cap &&
-                  (q->pre_known == q->pre.len ? !(names & q->pre_bits)
-                                              : pre_direct(&q->pre, names));
-    if (!direct)
+    direct = direct &&
+             (raw || (q->pre_known == q->pre.len ? !(names & q->pre_bits)
+                                                 : pre_direct(&q->pre, names)));
+    if (!direct && !raw)
         apply_ops(q, &l, true);
-    q->status = q->status_override ? q->status_override : st;
     char ccbuf[512];
     if (q->cache_cap) {    /* LocalResponseCache (cache.c) */
         gw_buf ccv = {0};  /* the first Cache-Control, NUL-ended */
@@ -991,19 +1010,12 @@ static int r_headers_complete(http_parser *p) {
     }
     q->resp_no_body = q->head_req || st == 204 || st == 304;
     bool has_cl = (p->flags & F_CONTENTLENGTH) != 0;
-    gw_client *c = q->c;
-    /* the head straight into the client's output, where gw_client_write
-     * would copy it from a buffer of its own (a malloc, a copy and a free
-     * a response); a closing client's goes to one that is dropped */
-    gw_buf dropped = {0};
-    gw_buf *out = c->closing ? &dropped : &c->out;
-    size_t mark = out->len;
-    gw_buf_status_line(out, q->status);
     hl_text(&l, out);
     hl_free(&l);
     if (direct)
         gw_buf_add(out, q->pre.p, q->pre.len);
-    if (has_cl) {
+    if (raw) { /* its Content-Length line went with the others */
+    } else if (has_cl) {
         gw_buf_content_length(out, p->content_length);
     } else if (!q->resp_no_body) {
         if (c->p.http_major == 1 && c->p.http_minor >= 1) {

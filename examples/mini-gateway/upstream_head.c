@@ -3,8 +3,9 @@
  * back, from the library's decisions: the upstream request head built
  * from a sy_target (request line, Host, the target's headers without the
  * hop-by-hop ones, X-Forwarded-For/Proto/Host, the trace context, the
- * body's framing), and a match's response edits (the route's CORS
- * headers first) copied into the request for upstream.c to apply.
+ * body's framing), a match's response edits (the route's CORS
+ * headers first) copied into the request for upstream.c to apply, and a
+ * plain response head's header lines passed on as the upstream wrote them.
  */
 #define _DEFAULT_SOURCE
 #include "proxy.h"
@@ -275,4 +276,26 @@ int gw_upstream_head(gw_request *q, const sy_target *t) {
     }
     gw_buf_adds(h, "\r\n");
     return h->failed ? 500 : 0;
+}
+
+uint64_t gw_head_lines(gw_buf *out, const sy_header *h, size_t n) {
+    uint64_t names = 0;
+    const char *run = NULL, *end = NULL; /* lines kept, not yet added */
+    for (size_t i = 0; i < n; i++) {
+        const char *l = h[i].name.ptr, *e = h[i].value.ptr + h[i].value.len + 2;
+        size_t nl = h[i].name.len;
+        bool hop = gw_resp_hop(l, nl), cl = hop && nl == 14;
+        if (run && (l != end || (hop && !cl))) { /* Content-Length kept */
+            gw_buf_add(out, run, (size_t)(end - run));
+            run = NULL;
+        }
+        if (hop && !cl)
+            continue;
+        names |= cl ? 0 : gw_name_bit(l, nl);
+        run = run ? run : l;
+        end = e;
+    }
+    if (run)
+        gw_buf_add(out, run, (size_t)(end - run));
+    return names;
 }

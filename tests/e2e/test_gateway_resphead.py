@@ -6,8 +6,9 @@ sends its head in two writes split at every offset, one byte at a time,
 after a 100 Continue, as a 70 KB head in pieces, and pipelined answers
 whose last head is cut; each answer must come out with the same header
 lines, in order, and the same body, on a plain route, on a route with
-response edits (Add, Set, Remove, Dedupe, Rewrite, RewriteLocation) and
-through LocalResponseCache."""
+response edits (Add, Set, Remove, Dedupe, Rewrite, RewriteLocation), on
+ones whose lines are added when absent (SecureHeaders, a rate
+limiter's X-RateLimit-*) and through LocalResponseCache."""
 import json
 import socket
 import threading
@@ -66,6 +67,9 @@ class Upstream:
         if "hop" in parts:  # hop-by-hop names in other cases: dropped
             lines = [("KEEP-ALIVE", "timeout=5")] + lines[:3] + [
                 ("te", "trailers"), ("Trailer", "X-T")] + lines[3:]
+        if "own" in parts:  # names the gateway adds on /s/ and /l/
+            lines = lines + [("X-Frame-Options", "SAMEORIGIN"),
+                             ("X-RateLimit-Remaining", "own")]
         head, body = answer(path, lines,
                             b"CONTENT-length" if "hop" in parts else
                             b"Content-Length")
@@ -151,6 +155,13 @@ def body(procs, c):
                          "Location, , "]},
             {"id": "cache", "uri": u, "predicates": ["Path=/c/**"],
              "filters": ["LocalResponseCache=30s,10KB"]},
+            {"id": "sec", "uri": u, "predicates": ["Path=/s/**"],
+             "filters": ["SecureHeaders"]},
+            {"id": "limit", "uri": u, "predicates": ["Path=/l/**"],
+             "filters": [{"name": "RequestRateLimiter", "args": {
+                 "redis-rate-limiter.replenishRate": "1000000",
+                 "redis-rate-limiter.burstCapacity": "1000000",
+                 "key-resolver": "#{@remoteAddrKeyResolver}"}}]},
             {"id": "plain", "uri": u, "predicates": ["Path=/**"]}]}))
     gw = procs.gateway("--routes", routes)
     whole = answer("/p", LINES)[0]
@@ -174,6 +185,27 @@ def body(procs, c):
              p + ": one Content-Length")
     c.eq(lines_of(get(gw.port, "/p/big")), (200, BIG, b"/p/big"),
          "a 70 KB head of 100 lines in four writes")
+    # lines the gateway adds when absent (SecureHeaders, a rate limiter's)
+    # after the upstream's as they came, none of a name the upstream sent
+    own = [("X-Frame-Options", "SAMEORIGIN"), ("X-RateLimit-Remaining", "own")]
+    for p, name, want in (
+            ("/s/x", "x-frame-options", ["DENY"]),
+            ("/s/hop/x", "x-frame-options", ["DENY"]),
+            ("/s/own/x", "x-frame-options", ["SAMEORIGIN"]),
+            ("/s/own/trickle", "x-frame-options", ["SAMEORIGIN"]),
+            ("/l/x", "x-ratelimit-remaining", ["999999"]),
+            ("/l/hop/x", "x-ratelimit-remaining", ["999999"]),
+            ("/l/own/x", "x-ratelimit-remaining", ["own"]),
+            ("/l/own/split/40", "x-ratelimit-remaining", ["own"])):
+        st, ls, b = lines_of(get(gw.port, p))
+        up_lines = LINES + own if "own" in p else LINES
+        got = [v for n, v in ls if n.lower() == name]
+        c.eq((st, ls[:len(up_lines)], b, got),
+             (200, up_lines, p.encode(), want),
+             p + ": the upstream's lines, then the gateway's absent ones")
+        added = ("X-Content-Type-Options", "nosniff") if "/s/" in p else (
+            "X-RateLimit-Burst-Capacity", "1000000")
+        c.ok(added in ls, p + ": the gateway's other lines (%r)" % (ls,))
     # the edits, on a whole head and on cut ones
     want = [("X-Bee", "set"), ("Set-Cookie", "s=1"),
             ("X-Rw", "a secret=*** b"),

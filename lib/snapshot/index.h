@@ -154,6 +154,13 @@ static inline const sy__cand_var *sy__cand_vars(const sy__cand_var *pool,
  * its candidate"). */
 #define SY_CAND_LIT_REST (1u << 24)
 #define SY_CAND_LIT_TRAILING (1u << 25)
+/* Bit 26: the offset is from the candidate itself, not its route: a host
+ * key record's copy (index_int.h host_slot), whose text follows the key's
+ * in the record, so a cold Host lookup reads no line of the route arena,
+ * whose 4 KiB pages grow with the table (docs/performance.md, "Round 11
+ * (session 44)"). Only in such a copy: one moved elsewhere would point
+ * past it. */
+#define SY_CAND_LIT_SELF (1u << 26)
 static inline uint32_t sy__cand_lit_pack(const struct sy_route *r,
                                          const char *text, size_t len,
                                          bool rest, bool trailing, bool *ok) {
@@ -177,9 +184,11 @@ static inline bool sy__cand_has_lit(const struct sy__cand *cd) {
 /* A candidate's literal Path (sy__cand_has_lit): its text and length. */
 static inline sy_str sy__cand_lit_text(const struct sy__cand *cd) {
     uint32_t v = cd->vars;
-    return (sy_str){(const char *)((uintptr_t)(const void *)cd->route +
-                                   (uintptr_t)(intptr_t)(int16_t)(v & 0xffffu)),
-                    v >> 16 & 0xffu};
+    uintptr_t at = v & SY_CAND_LIT_SELF ? (uintptr_t)(const void *)cd
+                                        : (uintptr_t)(const void *)cd->route;
+    return (sy_str){
+        (const char *)(at + (uintptr_t)(intptr_t)(int16_t)(v & 0xffffu)),
+        v >> 16 & 0xffu};
 }
 
 /* A candidate list in ascending rank key order. */

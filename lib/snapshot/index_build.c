@@ -317,7 +317,7 @@ static bool build_hosts(oneshot *o) {
     sy__index *ix = o->ix;
     size_t hcount = 0, hbytes = 0, used = 0;
     for (uint32_t i = 0; i < b->node_count; i++) {
-        hbytes += host_mark(b, L->up, L->key, L->kids, i, &hcount);
+        hbytes += host_mark(b, L->up, L->key, ix->cands, L->kids, i, &hcount);
     }
     if (!host_alloc(o->a, hcount, hbytes, true, &ix->hosts_mem, &ix->hosts,
                     &ix->host_gmask, &ix->hkeys))

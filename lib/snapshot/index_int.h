@@ -188,8 +188,10 @@ typedef struct inode {
  *
  * A lone list's record carries its candidate's copy before its head, 8-byte
  * aligned (zero bytes before): a hit reads no line of the pool for it (the
- * pool keeps its own, and its slot in cslots):
- *   hkeys  ... [0 .. 7 zero bytes][candidate: 16][len][1]["t7.example.com"]
+ * pool keeps its own, and its slot in cslots); one carrying its literal
+ * Path (sy__cand_has_lit) has the text after the key's, its offset from
+ * the copy (SY_CAND_LIT_SELF): a hit reads no line of the route either:
+ *   hkeys ... [0-7 zeros][candidate: 16][len][1]["t7.example.com"]["/api"]
  */
 typedef struct hslot {
     uint32_t off; /* the record in hkeys */
@@ -555,9 +557,22 @@ static inline uint8_t host_loose(const builder *b, const uint32_t *up,
     bool wkey = n > ROOT_HOST && !(up[n] & 1u) && (flag[up[n] >> 1] & HF_WKEY);
     return wkey ? 0 : HF_LOOSE;
 }
+/* Whether a record's copy of lone candidate cd (key text n bytes) carries
+ * its literal Path's text (sy__cand_has_lit), reached from itself. */
+static inline bool host_lit_self(const sy__cand *cd, size_t n) {
+    return sy__cand_has_lit(cd) && !(cd->vars & SY_CAND_LIT_SELF) &&
+           sizeof(sy__cand) + HK_HEAD + n <= INT16_MAX;
+}
+/* A record's bytes for list l past its text: a lone one's (host_slot). */
+static inline size_t host_lone(const sy__cand *cands, list_ref l, size_t n) {
+    const sy__cand *cd = &cands[l.off];
+    if (l.len != 1)
+        return 0;
+    return HK_LONE + (host_lit_self(cd, n) ? sy__cand_lit_text(cd).len : 0);
+}
 static inline size_t host_mark(const builder *b, const uint32_t *up,
-                               const lkey *key, uint8_t *flag, uint32_t n,
-                               size_t *keys) {
+                               const lkey *key, const sy__cand *cands,
+                               uint8_t *flag, uint32_t n, size_t *keys) {
     uint8_t host =
         n == ROOT_HOST || (n > ROOT_HOST && (flag[up[n] >> 1] & HF_HOST))
             ? HF_HOST
@@ -587,9 +602,9 @@ static inline size_t host_mark(const builder *b, const uint32_t *up,
         (uint8_t)((flag[n] & ~HF_LOOSE) | k | host_loose(b, up, flag, n, k));
     *keys += (k & HF_KEY ? 1u : 0) + (k & HF_WKEY ? 1u : 0);
     size_t rec = HK_HEAD + len - 1; /* len - 1: the dots between labels */
-    uint32_t wl = k & HF_WKEY ? b->nodes[host_wild_key(b, nd)].term.len : 0;
-    return (k & HF_KEY ? rec + (nd->term.len == 1 ? HK_LONE : 0) : 0) +
-           (k & HF_WKEY ? rec + (wl == 1 ? HK_LONE : 0) : 0);
+    list_ref wl = k & HF_WKEY ? b->nodes[host_wild_key(b, nd)].term : nd->term;
+    return (k & HF_KEY ? rec + host_lone(cands, nd->term, len - 1) : 0) +
+           (k & HF_WKEY ? rec + host_lone(cands, wl, len - 1) : 0);
 }
 
 /* zero: the table zeroed (else the caller zeroes it, a group per item,
@@ -631,9 +646,10 @@ static inline void host_zero_group(hgroup *tab, size_t g) {
 }
 
 /* One entry: its record at keys + off (written: len | HE_WILD, the list's
- * length, the text k; a lone list's candidate from cands before it), list
- * l; in the first group from the hash with a free slot. Returns where the
- * text now is (k's bytes may lie under the record). */
+ * length, the text k; a lone list's candidate from cands before it, and
+ * after the text its literal Path's, host_lone), list l; in the first
+ * group from the hash with a free slot. Returns where the text now is
+ * (k's bytes may lie under the record). */
 static inline const char *host_slot(hgroup *tab, uint32_t gmask, char *keys,
                                     size_t *used, const sy__cand *cands,
                                     const char *k, uint16_t len, list_ref l) {
@@ -643,13 +659,22 @@ static inline const char *host_slot(hgroup *tab, uint32_t gmask, char *keys,
         off += pad + sizeof(sy__cand);
     }
     memmove(keys + off + HK_HEAD, k, n); /* first: k may lie below off */
+    size_t end = off + HK_HEAD + n;
     if (l.len == 1) {
         memset(keys + *used, 0, pad);
-        memcpy(keys + off - sizeof(sy__cand), &cands[l.off], sizeof(sy__cand));
+        sy__cand cd = cands[l.off];
+        if (host_lit_self(&cd, n)) { /* after the key's, from the copy */
+            sy_str lit = sy__cand_lit_text(&cd);
+            memcpy(keys + end, lit.ptr, lit.len);
+            end += lit.len;
+            cd.vars = (cd.vars & ~0xffffu) | SY_CAND_LIT_SELF |
+                      (uint32_t)(sizeof(sy__cand) + HK_HEAD + n);
+        }
+        memcpy(keys + off - sizeof(sy__cand), &cd, sizeof(sy__cand));
     }
     uint16_t head[2] = {len, (uint16_t)l.len};
     memcpy(keys + off, head, HK_HEAD);
-    *used = off + HK_HEAD + n;
+    *used = end;
     uint64_t h = host_hash(keys + off + HK_HEAD, n); /* k moved */
     uint32_t g = (uint32_t)h & gmask;
     while (!(~tab[g].tags & HT_HIGHS))

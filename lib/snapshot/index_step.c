@@ -514,8 +514,8 @@ static int ph_prune(sy__index_step *st, size_t *left) {
 static int ph_host_mark(sy__index_step *st, size_t *left) {
     builder *b = &st->b;
     PASS(st, b->node_count, left, {
-        st->hbytes += host_mark(b, st->L.up, st->L.key, st->L.kids, (uint32_t)i,
-                                &st->hcount);
+        st->hbytes += host_mark(b, st->L.up, st->L.key, st->cands, st->L.kids,
+                                (uint32_t)i, &st->hcount);
     });
     return host_alloc(b->a, st->hcount, st->hbytes, false, &st->hosts_mem,
                       &st->hosts, &st->host_gmask, &st->hkeys)

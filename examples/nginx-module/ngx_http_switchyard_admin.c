@@ -951,9 +951,20 @@ ngx_int_t sw_admin_handler(ngx_http_request_t *r) {
         return NGX_HTTP_NOT_FOUND;
     }
     if (a->kind == SW_DOC_ROUTE_REMOVE) {
-        /* the route must live in that source */
+        /* the route must live in that source. A worker a reload replaced
+         * (draining) follows the zone no more: its router lacks what the
+         * new workers stored since, so it answers 503 as a change there
+         * does (sw_change_take), not a 404 for a route that exists */
         const char *src = NULL;
         char id[256];
+        if (sw_worker.zone->sh->epoch != sw_worker.epoch) {
+            rc = ngx_http_discard_request_body(r);
+            if (rc != NGX_OK)
+                return rc;
+            return sw_send_message(r, NGX_HTTP_SERVICE_UNAVAILABLE, SY_EBUSY,
+                                   "the configuration is being reloaded: "
+                                   "retry");
+        }
         sw_cstr(id, sizeof id, &a->name);
         sw_worker_sync(r->connection->log);
         sy_snapshot *snap = sy_router_acquire(sw_worker.router);

@@ -345,6 +345,63 @@ def test_put_survives_reload(env):
     check(main and main[0]["origin"] in ("file", "admin"), "main: %r" % main)
 
 
+def test_delete_on_a_draining_worker_is_503(env):
+    """A DELETE that a worker replaced by a reload (draining, its
+    listening sockets closed) answers is a 503 to retry, as a PUT there
+    is: that worker no longer follows the zone, so a route the new workers
+    stored since is not in its router, and it answered 404 "no such
+    route" for a route that exists (nginx_ops failed so under load, the
+    old workers still accepting the test's next DELETE). The DELETE is
+    held on an old worker: pipelined behind a GET on one connection, its
+    head cut short, so the worker is in the middle of it when the reload
+    comes, and it is finished after the new workers stored the route."""
+    import socket
+    s = socket.create_connection(("127.0.0.1", env.port), 10)
+    try:
+        s.sendall(b"GET /switchyard/status HTTP/1.1\r\nHost: a\r\n\r\n"
+                  b"DELETE /switchyard/routes/live/drained HTTP/1.1\r\n"
+                  b"Host: a\r\n")
+        got = b""
+        while b"\r\n\r\n" not in got:  # the status answered
+            part = s.recv(65536)
+            check(part, "connection closed: %r" % got[:200])
+            got += part
+        head, _, rest = got.partition(b"\r\n\r\n")
+        check(head.startswith(b"HTTP/1.1 200"), "status: %r" % head[:100])
+        clen = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))
+        while len(rest) < clen:
+            part = s.recv(65536)
+            check(part, "status cut short")
+            rest += part
+        epoch = base.json.loads(rest[:clen])["epoch"]
+        env.reload()
+        deadline = time.time() + 10
+        while env.status()["epoch"] == epoch:
+            check(time.time() < deadline, "the reload did not take")
+            time.sleep(0.05)
+        r = until_not_503(lambda: env.put("routes/live/drained", route(
+            "drained", env.pa, "/drained")))
+        check(r.status == 200, "PUT answered %d %r" % (r.status, r.body))
+        s.sendall(b"\r\n")
+        got = b""
+        while True:
+            part = s.recv(65536)
+            if not part:
+                break
+            got += part
+        check(got.startswith(b"HTTP/1.1 503") and b"being reloaded" in got,
+              "the draining worker's DELETE: %r" % got[:300])
+    finally:
+        s.close()
+    r = until_not_503(lambda: request(env.port, "DELETE",
+                                      "/switchyard/routes/live/drained"))
+    check(r.status == 200, "DELETE answered %d %r" % (r.status, r.body))
+    deadline = time.time() + 10
+    while request(env.port, "GET", "/drained").status != 404:
+        check(time.time() < deadline, "a deleted route still served")
+        time.sleep(0.05)
+
+
 def test_state_file_survives_restart(env):
     """A stop and a start (as a binary upgrade starts a new zone): the
     stored changes come back from switchyard_state."""
@@ -573,6 +630,7 @@ TESTS = [
     test_variables_logged_for_refused_requests,
     test_failed_reload_keeps_admin_changes,
     test_put_survives_reload,
+    test_delete_on_a_draining_worker_is_503,
     test_stored_change_a_file_now_conflicts_with_said_by_test,
     test_state_file_survives_restart,
     test_changed_file_wins_over_stored_changes,

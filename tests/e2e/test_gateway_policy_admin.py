@@ -43,12 +43,21 @@ def body(procs, c):
     threads = [threading.Thread(target=load) for _ in range(3)]
     for t in threads:
         t.start()
-    time.sleep(0.4)
+    def counted(cond, timeout=10.0):
+        # (a loaded machine, an ASan build: the counts, not a fixed time)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with lock:
+                if cond(time.monotonic()):
+                    return
+            time.sleep(0.02)
+
+    counted(lambda now: sum(t0 < now - 0.05 for t0, _ in results) > 20)
     tight = dict(route, filters=[limiter(1, 1)])
     st, _, rep = gw.admin_call("PUT", "/routes/api/r", tight)
     changed = time.monotonic()
     c.eq(st, 200, "PUT the tight limiter: %r" % rep[:200])
-    time.sleep(0.5)
+    counted(lambda now: sum(t0 > changed for t0, _ in results) > 20)
     stop.set()
     for t in threads:
         t.join(10)

@@ -469,7 +469,11 @@ size_t gw_fast_execute_response(http_parser *p, const http_parser_settings *s,
         p->http_major = 1;
         p->http_minor = h.http_minor;
         p->status_code = h.status;
-        for (size_t i = 0; i < h.nh; i++) {
+        if (f->on_headers && f->on_headers(p, hs, h.nh)) {
+            p->http_errno = HPE_CB_header_field;
+            return off + 1;
+        }
+        for (size_t i = 0; i < h.nh && !f->on_headers; i++) {
             if (s->on_header_field &&
                 s->on_header_field(p, hs[i].name.ptr, hs[i].name.len))
                 p->http_errno = HPE_CB_header_field;

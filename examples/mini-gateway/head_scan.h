@@ -60,11 +60,14 @@ typedef struct gw_fast_msg {
      * (the value ends at the CR), the lines one after another */
     bool lines;
     uint64_t left; /* body bytes still to come of a message read here */
+    /* when set: a scanned head's headers, all at once, in place of
+     * on_header_field and on_header_value a header (non-zero: an error) */
+    int (*on_headers)(http_parser *p, const sy_header *hdrs, size_t n);
 } gw_fast_msg;
 
 /* As http_parser_execute(p, s, data, len) on a response parser: the same
- * callbacks with the same arguments, the same return and the same fields
- * (method aside) and errno, for a plainly common head
+ * callbacks with the same arguments (f->on_headers aside), the same return and
+ * the same fields (method aside) and errno, for a plainly common head
  * (gw_head_scan_response) and its body read here; everything else read by
  * http_parser_execute itself. On a callback's error the offset returned
  * may differ from http-parser's (the connection is given up then). */

@@ -296,6 +296,9 @@ void gw_request_pre_split(gw_request *q);
  * hop-by-hop ones but Content-Length; the gw_name_bits of the names kept
  * (Content-Length's aside, as a header list holds them). */
 uint64_t gw_head_lines(gw_buf *out, const sy_header *hdrs, size_t n);
+/* gw_fast_msg.on_headers of an upstream connection (p->data): a scanned
+ * head's headers into its request's q->rhs at once. */
+int gw_response_headers(http_parser *p, const sy_header *hdrs, size_t n);
 /* n bytes of a header name (tchars) equal to a literal of lowercase
  * letters, digits and '-', ASCII case aside: exact, as a tchar | 0x20
  * is a lowercase letter only when it was that letter in either case, and

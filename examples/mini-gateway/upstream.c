@@ -386,7 +386,7 @@ static void attach(gw_upconn *u, gw_request *q, bool pipe) {
     enqueue(u, q);
     http_parser_init(&u->p, HTTP_RESPONSE);
     u->p.data = u;
-    u->fast = (gw_fast_msg){0};
+    u->fast = (gw_fast_msg){.on_headers = gw_response_headers};
     u->got_bytes = false;
     u->pipelined = pipe;
     if (pipe)

@@ -5,7 +5,8 @@
  * hop-by-hop ones, X-Forwarded-For/Proto/Host, the trace context, the
  * body's framing), a match's response edits (the route's CORS
  * headers first) copied into the request for upstream.c to apply, and a
- * plain response head's header lines passed on as the upstream wrote them.
+ * plain response head's headers taken and its lines passed on as the
+ * upstream wrote them.
  */
 #define _DEFAULT_SOURCE
 #include "proxy.h"
@@ -298,4 +299,14 @@ uint64_t gw_head_lines(gw_buf *out, const sy_header *h, size_t n) {
     if (run)
         gw_buf_add(out, run, (size_t)(end - run));
     return names;
+}
+
+int gw_response_headers(http_parser *p, const sy_header *h, size_t n) {
+    gw_request *q = ((gw_upconn *)p->data)->req;
+    if (q && n <= GW_MAX_HEADERS) { /* as r_field and r_value leave them */
+        memcpy(q->rhs, h, n * sizeof *h);
+        q->rn = n;
+        q->rlast = 2;
+    }
+    return q && n > GW_MAX_HEADERS;
 }

@@ -933,11 +933,16 @@ int cmp_d(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-void print_spread(const char *name, double *v, size_t n, const char *unit) {
+void print_spread(const char *name, const double *runs, size_t n,
+                  const char *unit) {
+    /* a sorted copy: the caller's runs stay in their order (by run) */
+    double *v = bench_xmalloc(n * sizeof *v);
+    memcpy(v, runs, n * sizeof *v);
     qsort(v, n, sizeof *v, cmp_d);
     comment("%s: %zu runs: min %.1f, median %.1f, p90 %.1f, max %.1f %s", name,
             n, v[0], bench_quantile(v, n, 0.5), bench_quantile(v, n, 0.9),
             v[n - 1], unit);
+    free(v);
 }
 
 static void case_update_one(void) {

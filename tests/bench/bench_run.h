@@ -20,8 +20,10 @@ void result(const char *name, size_t routes, double value, const char *unit);
 void comment(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A SKIPPED comment with the error. */
 void fail(const char *what, int rc, const sy_error *e);
-/* min, median, p90 and max of v[0..n) as a comment (sorts v). */
-void print_spread(const char *name, double *v, size_t n, const char *unit);
+/* min, median, p90 and max of runs[0..n) as a comment (runs is left in
+ * its order). */
+void print_spread(const char *name, const double *runs, size_t n,
+                  const char *unit);
 int cmp_d(const void *a, const void *b);
 
 uint64_t process_sys_ns(void);

@@ -2,6 +2,7 @@
  * host-registered ones: tables of matching and non-matching requests,
  * captures, and compile errors with their paths and offsets. */
 #include "route/predicate.h"
+#include "route/predicate_quick.h" /* the quick tests and a tail */
 #include "testutil.h"
 
 #include <stdio.h>
@@ -347,6 +348,95 @@ START_TEST(path_capture_rest_is_joined_into_scratch) {
     ck_assert(cap_is(&r, "rest", "/x/y z"));
     rq_free(&r);
     sy__pred_free(p, &A);
+}
+END_TEST
+
+/* A tail (a "*.lit.lit" Host's suffix, a literals-then-rest Path's text
+ * in the predicate, so the quick tests read no pattern): each shape that
+ * has one has it, and the quick tests answer and capture with it as they
+ * do from the pattern (the tail cleared). */
+START_TEST(tail_answers_as_the_pattern_does) {
+    static const struct {
+        const char *kind, *pat;
+        bool tail;
+    } t[] = {
+        {"Path", "/r7/{*rest}", true},      {"Path", "/{*rest}", true},
+        {"Path", "/a/bc/{*all}", true},     {"Path", "/a/bc/**", false},
+        {"Path", "/a/{x}/{*rest}", false},  {"Path", "/a/b*/{*rest}", false},
+        {"Host", "*.t5.example.org", true}, {"Host", "*.org", true},
+        {"Host", "a.*.org", false},         {"Host", "*.*.org", false},
+    };
+    static const char *const paths[] = {"/r7",  "/r7/",  "/r7/a/b", "/r7x/a",
+                                        "/r",   "/",     "/a/bc",   "/a/bc/d/",
+                                        "/a/b", "/R7/a", "/a/bcd",  "/a/bc//"};
+    static const char *const hosts[] = {"eu.t5.example.org",
+                                        "t5.example.org",
+                                        "a.b.t5.example.org",
+                                        "e.org",
+                                        "x.t5.example.orgz",
+                                        "eu.t5.example.or",
+                                        ".org",
+                                        "ab.org",
+                                        "eu.t5example.org"};
+    bool host = false;
+    size_t holds = 0;
+    /* in an arena, as a route's: the object and its text near each other
+     * (apart, they may lie too far apart for a tail: ASan's heap) */
+    sy__arena ar;
+    sy__arena_init(&ar, &A, 4096);
+    sy__compile_env env = ENV;
+    env.arena = &ar;
+    for (size_t i = 0; i < SY_ARRAY_LEN(t); i++) {
+        /* the argument text the pattern borrows, as a route's */
+        char *v = sy__arena_alloc(&ar, strlen(t[i].pat) + 1);
+        ck_assert_ptr_nonnull(v);
+        memcpy(v, t[i].pat, strlen(t[i].pat) + 1);
+        sy__def_entry e = entry(t[i].kind, ARGS({"patterns", v}));
+        sy__pred *p = sy__arena_alloc(&ar, SY_PRED_OBJECT_BYTES);
+        sy_error err;
+        ck_assert_ptr_nonnull(p);
+        memset(p, 0, SY_PRED_OBJECT_BYTES);
+        ck_assert_int_eq(sy__pred_compile_into(&e, &env, NULL, "", p, &err), 0);
+        host = strcmp(t[i].kind, "Host") == 0;
+        ck_assert_msg(p->tail == t[i].tail, "%s: tail %d", t[i].pat, p->tail);
+        size_t n = host ? SY_ARRAY_LEN(hosts) : SY_ARRAY_LEN(paths);
+        for (size_t j = 0; j < n && p->tail; j++) {
+            int got[2];
+            size_t ncaps[2];
+            sy_str name[2], val[2];
+            for (int k = 0; k < 2; k++) {
+                rq r;
+                rq_init(&r, host ? "/" : paths[j]);
+                if (host)
+                    r.req.host = (sy_str){hosts[j], strlen(hosts[j])};
+                scan_split = true;
+                eval(p, &r); /* the request's ev, its path flat */
+                scan_split = false;
+                r.ev.ncaps = 0;
+                p->tail = k == 0;
+                got[k] = host ? sy__pred_host_star(p, r.ev.host_str)
+                              : sy__pred_lit_rest_flat(p, &r.ev);
+                ncaps[k] = r.ev.ncaps;
+                name[k] = ncaps[k] ? r.caps[0].name : (sy_str){"", 0};
+                val[k] = ncaps[k] ? r.caps[0].value : (sy_str){"", 0};
+                rq_free(&r);
+            }
+            p->tail = true;
+            ck_assert_msg(got[0] == got[1] && ncaps[0] == ncaps[1] &&
+                              sy__str_eq(name[0], name[1].ptr, name[1].len) &&
+                              sy__str_eq(val[0], val[1].ptr, val[1].len),
+                          "%s on %s: tail %d (%zu caps: %.*s=%.*s), pattern "
+                          "%d (%zu)",
+                          t[i].pat, host ? hosts[j] : paths[j], got[0],
+                          ncaps[0], (int)name[0].len, name[0].ptr,
+                          (int)val[0].len, val[0].ptr, got[1], ncaps[1]);
+            holds += got[0] == 1;
+        }
+        sy__pred_free(p, &A);
+    }
+    sy__arena_free(&ar);
+    /* the cases that hold: 3, 12 and 3 paths, 1 and 2 hosts */
+    ck_assert_uint_eq(holds, 21);
 }
 END_TEST
 
@@ -983,6 +1073,7 @@ static Suite *suite(void) {
     tcase_add_test(t, path_literal_compare_equals_the_pattern_matcher);
     tcase_add_test(t, host_literal_compare_equals_the_pattern_matcher);
     tcase_add_test(t, path_capture_rest_is_joined_into_scratch);
+    tcase_add_test(t, tail_answers_as_the_pattern_does);
     tcase_add_test(t, path_without_room_for_captures_matches_without_them);
     tcase_add_test(t, path_pattern_error_names_the_field_and_offset);
     tcase_add_test(t, host_variable_count_is_kept_up_to_the_pattern_limit);

@@ -738,3 +738,43 @@ bool sy__pattern_literal_form(const sy__pattern *p, bool host, size_t *segs,
     *rest_out = rest;
     return true;
 }
+
+bool sy__pattern_tail_form(const sy__pattern *p, bool host, const char **text,
+                           size_t *len, size_t *var) {
+    const char *src = p->src;
+    size_t slen = strlen(src), pos = 0;
+    *var = 0;
+    if (host) { /* star_suffix: the literals are src[2..] (pattern_host.c) */
+        if (!p->star_suffix || slen < 3 || slen - 2 > UINT16_MAX)
+            return false;
+        *text = src + 2;
+        *len = slen - 2;
+        return true;
+    }
+    size_t m = p->multi;
+    if (m == PE_NONE || m + 1 != p->n || !p->rooted || slen > UINT16_MAX ||
+        !sy__pattern_can_match(p))
+        return false;
+    for (size_t i = 0; i < m; i++) {
+        const sy__pelem *el = &p->elems[i];
+        if (el->kind != PE_LITERAL || !el->len || slen - pos < 1 + el->len ||
+            src[pos] != '/' ||
+            memcmp(src + pos + 1, src + el->offset, el->len) != 0)
+            return false;
+        pos += 1 + el->len;
+    }
+    const sy__pelem *mul = &p->elems[m];
+    if (mul->nvars) { /* "/{*name}": the name into the source */
+        const sy_str *v = &p->vars[mul->var];
+        if (mul->nvars != 1 || !v->len || slen - pos < 4 ||
+            memcmp(src + pos, "/{*", 3) != 0 || v->ptr != src + pos + 3 ||
+            v->len + pos + 4 != slen || src[slen - 1] != '}')
+            return false;
+        *var = v->len;
+    } else if (slen - pos != 3 || memcmp(src + pos, "/**", 3) != 0) {
+        return false;
+    }
+    *text = src;
+    *len = pos;
+    return true;
+}

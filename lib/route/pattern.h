@@ -198,6 +198,15 @@ const char *sy__pattern_source(const sy__pattern *p);
  * sy__pattern_segment_kind and sy__pattern_literal in one call. */
 bool sy__pattern_literal_form(const sy__pattern *p, bool host, size_t *segs,
                               size_t *len, bool *rest);
+/* predicate.c's tail form of a pattern that is not a literal form: a
+ * host's "*.lit.lit" (star_suffix): its suffix text (*text, *len: the
+ * source after "*."), *var 0; a rooted path's literals then a last "**"
+ * or "{*name}" whose source is exactly "/" + each literal (none empty)
+ * then "/" "**" or "/{*name}": the source (*text), the literals' length
+ * (*len: "/a/b"), the name's length (*var; 0 for "**"), the name at
+ * *text + *len + 3. Lengths below 65,536. False: neither. */
+bool sy__pattern_tail_form(const sy__pattern *p, bool host, const char **text,
+                           size_t *len, size_t *var);
 
 /* Containment, for the shadowed-route check (pattern_cover.c): true only
  * when q matches every request path p matches, with each pattern's

@@ -552,15 +552,29 @@ uint32_t sy__pred_var_count(const sy__pred *p) {
 }
 
 void sy__pred_note_literal(sy__pred *p) {
-    p->lit = false;
+    p->lit = p->tail = false;
     bool host = p->kind == SY_PK_HOST;
     if ((p->kind != SY_PK_PATH && !host) || p->many)
         return;
     const sy__pattern *pat = sy__pred_pat(p, 0);
-    size_t n, len;
+    size_t n, len, var;
     bool rest;
-    if (!sy__pattern_literal_form(pat, host, &n, &len, &rest))
+    const char *text;
+    if (!sy__pattern_literal_form(pat, host, &n, &len, &rest)) {
+        /* the tail's text within 2 GiB of this object (both the route's,
+         * in its arena): else the quick tests read the pattern */
+        intptr_t off;
+        if (sy__pattern_tail_form(pat, host, &text, &len, &var) &&
+            (off = (intptr_t)((uintptr_t)text - (uintptr_t)(void *)p)) >=
+                INT32_MIN &&
+            off <= INT32_MAX) {
+            p->tail = true;
+            p->tail_off = (int32_t)off;
+            p->tail_len = (uint16_t)len;
+            p->tail_var = (uint16_t)var;
+        }
         return;
+    }
     const char *src = sy__pattern_source(pat);
     /* over max_groups (1), var_count (0) and npats (one pattern): the
      * accessors give those for a lit */

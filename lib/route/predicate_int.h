@@ -22,6 +22,12 @@ struct sy__pred {
      * below, over the fields a literal does not need) */
     bool lit : 1;
     bool lit_rest : 1; /* Path: the literals, then a last "**" */
+    /* a Host of one "*.lit.lit" pattern (star_suffix), or a Path of one
+     * pattern of literals then a last "**" or "{*name}" that is not a
+     * lit: its text (tail_off from this object: the suffix; the source)
+     * and lengths (tail_len: the suffix's; the literals' "/a/b"), so the
+     * quick tests read no pattern (sy__pred_note_literal) */
+    bool tail : 1;
     union {
         /* the most of any of its patterns (SY_PATTERN_VARS_MAX); read
          * with sy__pred_var_count (0 for a lit) */
@@ -51,6 +57,13 @@ struct sy__pred {
                  * reads the text without the pattern: one line less a
                  * cold candidate (docs/performance.md, round 11) */
                 const char *lit_src;
+                /* tail: the text's offset from this object, the
+                 * lengths; tail_var: a Path's {*name}'s name length
+                 * (0: "**"), the name at text + tail_len + 3 */
+                struct {
+                    int32_t tail_off;
+                    uint16_t tail_len, tail_var;
+                };
             };
         };
         struct { /* Method: standard ones in the mask, others listed */
@@ -93,12 +106,18 @@ static inline sy__pattern *sy__pred_pat(const sy__pred *p, size_t i) {
     return p->many ? p->pats[i] : p->one;
 }
 
+/* A tail predicate's text (tail). */
+static inline const char *sy__pred_tail(const sy__pred *p) {
+    return (const char *)((uintptr_t)(const void *)p +
+                          (uintptr_t)(intptr_t)p->tail_off);
+}
+
 /* After compiling a Path (Host) predicate: set lit/lit_len/lit_segs/lit_src
  * when it is one rooted pattern of literal segments only (perhaps then a last
  * "**": lit_rest), whose source is exactly "/" + each literal (then "/" "**")
  * (one host pattern of non-empty literal labels, no leading or trailing '.',
  * whose source is exactly the labels joined by
- * '.'); predicate_eval.c. */
+ * '.'); else its tail when it has one; predicate.c. */
 void sy__pred_note_literal(sy__pred *p);
 
 #endif

@@ -103,20 +103,46 @@ static inline int sy__pred_header_re(const sy__pred *p, const sy__eval *ev,
  * with empty labels may still hold). */
 static inline int sy__pred_host_star(const sy__pred *p, sy_str host) {
     const sy__pattern *pat = p->many ? NULL : p->one;
-    if (!pat || !pat->star_suffix)
+    const char *suf; /* the literals' text: the tail's (no pattern read) */
+    size_t slen;
+    if (p->tail) {
+        suf = sy__pred_tail(p), slen = p->tail_len;
+    } else if (!pat || !pat->star_suffix) {
         return -1;
-    const sy__pelem *a = &pat->elems[pat->first + 1];
-    const sy__pelem *z = &pat->elems[pat->last - 1];
-    size_t slen = z->offset + z->len - a->offset;
+    } else {
+        const sy__pelem *a = &pat->elems[pat->first + 1];
+        const sy__pelem *z = &pat->elems[pat->last - 1];
+        suf = pat->src + a->offset, slen = z->offset + z->len - a->offset;
+    }
     if (host.len < slen + 2)
         return -1;
     size_t x = host.len - slen - 1; /* the first label's length, >= 1 */
-    if (host.ptr[x] != '.' ||
-        !sy__bytes_eq(host.ptr + x + 1, pat->src + a->offset, slen))
+    if (host.ptr[x] != '.' || !sy__bytes_eq(host.ptr + x + 1, suf, slen))
         return -1;
     for (size_t i = 0; i < x; i++)
         if (host.ptr[i] == '.')
             return -1;
+    return 1;
+}
+
+/* sy__pred_lit_rest_flat of a tail Path (predicate_int.h): its literals
+ * "/a/b" are the flat path's prefix up to its end or a '/' (each literal
+ * then one segment: none holds a '/'), the rest the text from there. */
+static inline int sy__pred_tail_rest(const sy__pred *p, sy__eval *ev) {
+    const char *t = sy__pred_tail(p);
+    size_t len = p->tail_len;
+    sy_str f = ev->path->flat;
+    if (f.len < len || !sy__bytes_eq(f.ptr, t, len) ||
+        (f.len > len && f.ptr[len] != '/'))
+        return 0;
+    sy__capture *caps = ev->caps;
+    if (caps && ev->caps_cap >= ev->ncaps &&
+        ev->caps_cap - ev->ncaps >= p->var_count && p->tail_var) {
+        caps[ev->ncaps].name = (sy_str){t + len + 3, p->tail_var};
+        caps[ev->ncaps].value =
+            len == f.len ? (sy_str){"", 0} : (sy_str){f.ptr + len, f.len - len};
+        ev->ncaps++;
+    }
     return 1;
 }
 
@@ -131,6 +157,8 @@ static inline int sy__pred_lit_rest_flat(const sy__pred *p, sy__eval *ev) {
     const sy__pattern *pat = p->many ? NULL : p->one;
     if (!pat || p->lit || !ev->path || !ev->path->flat.ptr)
         return -1;
+    if (p->tail) /* "/a/b" and the name in the tail: no pattern read */
+        return sy__pred_tail_rest(p, ev);
     size_t m = pat->multi;
     if (m == PE_NONE || m + 1 != pat->n || !pat->rooted)
         return -1;

@@ -831,6 +831,40 @@ START_TEST(literal_path_then_rest_behind_a_host) {
 }
 END_TEST
 
+/* Paths of other shapes than literals then a rest (a {var} or an empty
+ * segment before the rest: not rest_flat, set at compile) are decided by
+ * the segments behind a Host: a {var} read as a literal, or an empty one
+ * taken as the flat test takes it, fails the route wanted. */
+START_TEST(other_rest_shapes_behind_a_host) {
+    static const struct {
+        const char *preds, *path, *want, *var, *val;
+    } t[] = {
+        {"\"Host=h%d.example.com\",\"Path=/a/{x}/{*rest}\"", "/a/q/c/d", "r5",
+         "rest", "/c/d"},
+        {"\"Host=h%d.example.com\",\"Path=/a/{x}/{*rest}\"", "/a/q/c/d", "r5",
+         "x", "q"},
+        {"\"Host=h%d.example.com\",\"Path=/a/{x}/{*rest}\"", "/a/{x}/c", "r5",
+         "x", "{x}"},
+        {"\"Host=h%d.example.com\",\"Path=/a/*/{*rest}\"", "/a/b/c", "r5",
+         "rest", "/c"},
+        {"\"Host=h%d.example.com\",\"Path=/{*rest}\"", "/a/b", "r5", "rest",
+         "/a/b"},
+    };
+    for (size_t i = 0; i < SY_ARRAY_LEN(t); i++) {
+        sy_router *r;
+        sy_snapshot *s = snapshot_of(&r, t[i].preds, "\"Path=/**\"");
+        rq q = request("GET", "h5.example.com", t[i].path);
+        sy_match *m = match_on(s, &q);
+        const char *got = m ? sy_route_id(sy_match_route(m)) : NULL;
+        ck_assert_msg(got && strcmp(got, t[i].want) == 0, "%zu %s: %s", i,
+                      t[i].path, got ? got : "(none)");
+        ck_assert_sy_str(sy_match_var_get(m, t[i].var), t[i].val);
+        sy_snapshot_release(s);
+        sy_router_free(r);
+    }
+}
+END_TEST
+
 /* A literals-then-rest Path decided in the quick loop (no walk captures
  * before it) keeps its capture when a later predicate is left to the
  * budgeted test (two headers of a Header regex's name): the route found
@@ -2068,6 +2102,7 @@ int main(void) {
     tcase_add_test(tc, captures_of_a_walk_proven_candidate_after_its_header);
     tcase_add_test(tc, literal_path_then_rest_behind_a_host);
     tcase_add_test(tc, rest_capture_kept_past_a_budgeted_header);
+    tcase_add_test(tc, other_rest_shapes_behind_a_host);
     tcase_add_test(tc, plan_without_filters_keeps_path_query_and_headers);
     tcase_add_test(tc, strip_prefix_drops_leading_segments);
     tcase_add_test(tc, strip_prefix_of_every_segment_leaves_root);

@@ -259,17 +259,21 @@ static inline unsigned sy__swar_first(uint64_t answer) {
 /* n bytes at a and b are equal: overlapping word loads, no call (for the short
  * texts of the request path: segments, labels, header names). */
 static inline bool sy__bytes_eq(const char *a, const char *b, size_t n) {
-    if (n >= 8) {
-        uint64_t x, y;
-        for (size_t i = 0; i + 8 <= n; i += 8) {
+    if (n >= 8) { /* the first and last words; up to 16 bytes, no loop */
+        uint64_t x, y, u, v;
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        memcpy(&u, a + n - 8, 8);
+        memcpy(&v, b + n - 8, 8);
+        if (((x ^ y) | (u ^ v)) != 0)
+            return false;
+        for (size_t i = 8; i + 8 < n; i += 8) {
             memcpy(&x, a + i, 8);
             memcpy(&y, b + i, 8);
             if (x != y)
                 return false;
         }
-        memcpy(&x, a + n - 8, 8);
-        memcpy(&y, b + n - 8, 8);
-        return x == y;
+        return true;
     }
     if (n >= 4) {
         uint32_t x0, y0, x1, y1;

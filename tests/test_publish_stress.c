@@ -297,6 +297,22 @@ static sobj *new_obj(stress *st, uint64_t serial) {
     return o;
 }
 
+/* Let the readers run: on a loaded machine the writer could publish
+ * everything between two of their time slices, and the run would test
+ * little (test_stress_holds_objects_across_many_publishes counts their
+ * acquires). The writer yields until they have acquired once a publish so
+ * far, for 20 s of the run at most. */
+static void readers_catch_up(stress *st, uint64_t published,
+                             const struct timespec *t0) {
+    struct timespec now;
+    do {
+        sched_yield();
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    } while (atomic_load_explicit(&st->v.acquires, memory_order_relaxed) <
+                 published &&
+             now.tv_sec - t0->tv_sec < 20);
+}
+
 /* Run the whole scenario on `ops` and fill *v. */
 static void run_stress(const pub_ops *ops, uint64_t publishes, verdict *out) {
     stress *st = calloc(1, sizeof *st);
@@ -326,6 +342,8 @@ static void run_stress(const pub_ops *ops, uint64_t publishes, verdict *out) {
         rd[i].rng = UINT64_C(0x9E3779B97F4A7C15) * (uint64_t)(i + 1);
         ck_assert_int_eq(pthread_create(&t[i], NULL, reader_main, &rd[i]), 0);
     }
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     for (uint64_t i = 1; i <= publishes; i++) {
         sobj *o = new_obj(st, i);
         ck_assert_int_eq(ops->publish(st->pub, &o->hdr), SY_OK);
@@ -336,7 +354,7 @@ static void run_stress(const pub_ops *ops, uint64_t publishes, verdict *out) {
         if (m.retired > st->v.max_retired)
             st->v.max_retired = m.retired;
         if (i % 512 == 0)
-            sched_yield(); /* let readers on the writer's core run */
+            readers_catch_up(st, i, &t0);
     }
     atomic_store(&st->writer_done, 1);
     for (int i = 0; i < READERS; i++)

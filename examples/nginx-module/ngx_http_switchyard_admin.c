@@ -83,6 +83,14 @@ static ngx_int_t sw_send_message(ngx_http_request_t *r, ngx_uint_t status,
     return sw_send_error(r, status, &err);
 }
 
+/* The request's body discarded, then the message (an answer before any
+ * body was read). */
+static ngx_int_t sw_refuse(ngx_http_request_t *r, ngx_uint_t status, int code,
+                           const char *msg) {
+    ngx_int_t rc = ngx_http_discard_request_body(r);
+    return rc != NGX_OK ? rc : sw_send_message(r, status, code, msg);
+}
+
 /* This worker's view of its sources (sy_router_source_status). Needs
  * SW_SOURCE_JSON_MAX bytes per source. */
 #define SW_SOURCE_JSON_MAX (6 * (128 + 128 + 256 + 256) + 400)
@@ -931,14 +939,10 @@ ngx_int_t sw_admin_handler(ngx_http_request_t *r) {
             a->name = second;
         }
         a->source = first;
-        if (!sw_is_source(&first)) {
-            rc = ngx_http_discard_request_body(r);
-            if (rc != NGX_OK)
-                return rc;
-            return sw_send_message(r, NGX_HTTP_NOT_FOUND, SY_ENOTFOUND,
-                                   "no such source: sources are the files "
-                                   "of switchyard_routes");
-        }
+        if (!sw_is_source(&first))
+            return sw_refuse(r, NGX_HTTP_NOT_FOUND, SY_ENOTFOUND,
+                             "no such source: sources are the files "
+                             "of switchyard_routes");
     } else if (rest.len > 10 && ngx_strncmp(p, "instances/", 10) == 0) {
         rest.data += 10, rest.len -= 10;
         if (!sw_split(&rest, &first, &second) || second.len)
@@ -957,14 +961,9 @@ ngx_int_t sw_admin_handler(ngx_http_request_t *r) {
          * does (sw_change_take), not a 404 for a route that exists */
         const char *src = NULL;
         char id[256];
-        if (sw_worker.zone->sh->epoch != sw_worker.epoch) {
-            rc = ngx_http_discard_request_body(r);
-            if (rc != NGX_OK)
-                return rc;
-            return sw_send_message(r, NGX_HTTP_SERVICE_UNAVAILABLE, SY_EBUSY,
-                                   "the configuration is being reloaded: "
-                                   "retry");
-        }
+        if (sw_worker.zone->sh->epoch != sw_worker.epoch)
+            return sw_refuse(r, NGX_HTTP_SERVICE_UNAVAILABLE, SY_EBUSY,
+                             "the configuration is being reloaded: retry");
         sw_cstr(id, sizeof id, &a->name);
         sw_worker_sync(r->connection->log);
         sy_snapshot *snap = sy_router_acquire(sw_worker.router);

@@ -877,8 +877,10 @@ void gw_response_ops_text(gw_request *q, gw_buf *out) {
  * apply_ops, in their order: none is named as a response header (whose
  * names' bits are `names`) or as a line before it. False when that cannot
  * be told from the names' bits: apply_ops then decides. */
-static bool pre_direct(const gw_buf *pre, uint64_t names) {
-    const char *l = pre->p, *end = pre->p + pre->len;
+static bool pre_direct(const gw_request *q, uint64_t names) {
+    if (q->pre_known == q->pre.len) /* its names' bits known, all different */
+        return !(names & q->pre_bits);
+    const char *l = q->pre.p, *end = q->pre.p + q->pre.len;
     while (l < end) {
         const char *colon = memchr(l, ':', (size_t)(end - l));
         const char *eol =
@@ -959,9 +961,7 @@ static int r_headers_complete(http_parser *p) {
     /* lines kept as all the edits (the usual limited, CORS or
      * SecureHeaders route): into the head as they are, after l */
     bool direct = q->pre.len && !q->pre_split && !q->nops && !q->cache_cap;
-    if (raw && direct &&
-        (q->pre_known == q->pre.len ? (names & q->pre_bits)
-                                    : !pre_direct(&q->pre, names))) {
+    if (raw && direct && !pre_direct(q, names)) {
         out->len = lines_at; /* a kept line may be of a name it has */
         raw = direct = false;
     }
@@ -972,9 +972,7 @@ static int r_headers_complete(http_parser *p) {
             names |= gw_name_bit(n.ptr, n.len);
         }
     }
-    direct = direct &&
-             (raw || (q->pre_known == q->pre.len ? !(names & q->pre_bits)
-                                                 : pre_direct(&q->pre, names)));
+    direct = direct && (raw || pre_direct(q, names));
     if (!direct && !raw)
         apply_ops(q, &l, true);
     char ccbuf[512];

@@ -1623,6 +1623,35 @@ START_TEST(allow_names_base_and_overlay_routes) {
 }
 END_TEST
 
+/* The one-list loop keeps a refused candidate itself and finds its slot
+ * only on a miss: every route of the list its method refused is named,
+ * in rank order, past a removed one and a matching path of another
+ * method; a method one of them allows still finds its route. */
+START_TEST(allow_names_every_refused_candidate_of_one_list) {
+    sy_router *r =
+        router_with("[{\"id\":\"d\",\"uri\":\"http://d\","
+                    "\"predicates\":[\"Method=DELETE\",\"Path=/r/{x}\"]},"
+                    " {\"id\":\"g\",\"uri\":\"http://g\","
+                    "\"predicates\":[\"Method=HEAD\",\"Path=/r/{x}\"]},"
+                    " {\"id\":\"p\",\"uri\":\"http://p\","
+                    "\"predicates\":[\"Method=PATCH\",\"Path=/r/{x}\"]},"
+                    " {\"id\":\"u\",\"uri\":\"http://u\","
+                    "\"predicates\":[\"Method=PUT\",\"Path=/r/{x}/y\"]}]");
+    ck_assert_int_eq(sy_router_remove_route(r, "g", NULL), 0);
+    rq q = request("GET", "h", "/r/1");
+    sy_snapshot *s = sy_router_acquire(r);
+    ck_assert_ptr_null(match_on(s, &q));
+    sy_str allow;
+    ck_assert_int_eq(sy_match_ctx_nomatch(ctx_ix, &allow), SY_NOMATCH_METHOD);
+    ck_assert_int_eq((int)allow.len, (int)strlen("DELETE, PATCH"));
+    ck_assert(memcmp(allow.ptr, "DELETE, PATCH", allow.len) == 0);
+    sy_snapshot_release(s);
+    rq p = request("PATCH", "h", "/r/1");
+    ck_assert_match(r, &p, "p");
+    sy_router_free(r);
+}
+END_TEST
+
 START_TEST(upsert_is_visible_at_the_next_acquire) {
     sy_router *r = router_with(
         "[{\"id\":\"a\",\"uri\":\"http://a\",\"predicates\":[\"Path=/a\"]}]");
@@ -2135,6 +2164,7 @@ int main(void) {
     tcase_add_test(tc, snapshot_held_across_apply_keeps_matching_old_routes);
     tcase_add_test(tc, upsert_is_visible_at_the_next_acquire);
     tcase_add_test(tc, allow_names_base_and_overlay_routes);
+    tcase_add_test(tc, allow_names_every_refused_candidate_of_one_list);
     tcase_add_test(tc, upsert_replaces_a_route_and_keeps_its_rank_position);
     tcase_add_test(tc, remove_is_visible_at_the_next_acquire);
     tcase_add_test(tc, set_route_enabled_toggles_matching);

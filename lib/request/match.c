@@ -264,18 +264,19 @@ static int first_failing_but(sy_match_ctx *c, const sy_snapshot *s,
     return -1;
 }
 
-static int first_failing(sy_match_ctx *c, const sy_snapshot *s, uint32_t slot) {
-    return first_failing_but(c, s, slot, -1);
+/* A route that failed on its Method, for a 405 (match.h's encoding). */
+static inline void miss_add(sy_match_ctx *c, uintptr_t e) {
+    if (c->method_miss_count < MAX_METHOD_MISSES)
+        c->method_misses[c->method_miss_count++] = e;
 }
 
 /* A candidate failed at predicate `f`: if that is its Method, remember the
- * route, so a miss can tell 405 from 404. Costs one load per failure. */
+ * route. Costs one load per failure. */
 static void note_failure(sy_match_ctx *c, const sy_snapshot *s, uint32_t slot,
                          int f) {
     const struct sy_route *r = sy__snapshot_slot(s, slot)->route;
-    if (f >= 0 && c->method_miss_count < MAX_METHOD_MISSES &&
-        sy__pred_get_kind(sy__route_cpred(r, f)) == SY_PK_METHOD)
-        c->method_misses[c->method_miss_count++] = slot;
+    if (f >= 0 && sy__pred_get_kind(sy__route_cpred(r, f)) == SY_PK_METHOD)
+        miss_add(c, (uintptr_t)slot << 1 | 1);
 }
 
 /* The proven predicate of a candidate its walk does not prove with
@@ -488,8 +489,7 @@ static inline bool cand_holds(sy_match_ctx *c, const sy_snapshot *s,
                               const struct sy_route *r, int mbit) {
     if (!(cd->mbits & 1u << sy__cand_mbit(mbit))) {
         /* for a 405: method_reason() checks its other predicates */
-        if (c->method_miss_count < MAX_METHOD_MISSES)
-            c->method_misses[c->method_miss_count++] = cand_slot(s, l, cd);
+        miss_add(c, (uintptr_t)cand_slot(s, l, cd) << 1 | 1);
         return false;
     }
     /* a host with a leading or trailing '.' has Ant's empty end labels,
@@ -554,7 +554,7 @@ static int match_linear_now(sy_match_ctx *c, const sy_snapshot *s,
         uint32_t slot = sy__snapshot_rank_at(s, i);
         if (sy__snapshot_slot(s, slot)->route->disabled)
             continue;
-        int f = first_failing(c, s, slot);
+        int f = first_failing_but(c, s, slot, -1);
         if (f < 0) {
             *out = found(c, s, req, slot);
             return SY_OK;
@@ -625,7 +625,10 @@ static sy_nomatch method_reason_now(sy_match_ctx *c, const sy_snapshot *s) {
     host_labels(c); /* a failure is reported by the match (HOST_OOM) */
     path_segs_now(c);
     for (size_t k = 0; k < c->method_miss_count; k++) {
-        const sy__slot *sl = sy__snapshot_slot(s, c->method_misses[k]);
+        uintptr_t e = c->method_misses[k];
+        const sy__slot *sl = sy__snapshot_slot(
+            s, e & 1 ? (uint32_t)(e >> 1)
+                     : cand_slot(s, &c->lists[0], (const sy__cand *)e));
         const struct sy_route *r = sl->route;
         if (!r)
             continue; /* removed (tombstoned): never recorded, but cheap */
@@ -820,13 +823,11 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
         /* the bounds in locals: the stores below could alias the list */
         const uint32_t bit = 1u << sy__cand_mbit(mbit);
         for (const sy__cand *cd = l->c, *end = cd + l->len; cd < end; cd++) {
-            /* the method bit first, inline; a refused candidate's slot
-             * is read only when a 405 could still be recorded */
+            /* the method bit first, inline; a refused candidate is kept
+             * for a 405, its slot found only on a miss (method_reason) */
             if (!(cd->mbits & bit)) {
-                if (c->method_miss_count < MAX_METHOD_MISSES &&
-                    cand_route(s, l, cd))
-                    c->method_misses[c->method_miss_count++] =
-                        cand_slot(s, l, cd);
+                if (cand_route(s, l, cd))
+                    miss_add(c, (uintptr_t)cd);
                 continue;
             }
             const struct sy_route *r = cand_route(s, l, cd);
@@ -907,7 +908,7 @@ int sy_snapshot_explain(const sy_snapshot *h, sy_match_ctx *c,
         if (r->disabled) {
             stop = fn(data, r, false, -1, "disabled");
         } else {
-            int f = first_failing(c, s, slot);
+            int f = first_failing_but(c, s, slot, -1);
             stop = fn(data, r, f < 0, f,
                       f < 0 ? NULL : sy_route_predicate_name(r, (size_t)f));
         }

@@ -77,7 +77,9 @@ struct sy_match_ctx {
     sy__budget budget; /* the CPU budget of the current request */
     /* why the last match found nothing (sy_match_ctx_nomatch) */
     sy_nomatch nomatch;
-    uint32_t method_misses[MAX_METHOD_MISSES]; /* slots */
+    /* slot << 1 | 1, or (the one-list loop's) a candidate of lists[0],
+     * its slot found only on a miss (method_reason) */
+    uintptr_t method_misses[MAX_METHOD_MISSES];
     size_t method_miss_count;
     char allow[128];
     size_t allow_len;

@@ -129,7 +129,9 @@ def paired(key, older):
 rows = [
     ("match/github", 203, fig("match/github", 203), None, None, "ns"),
     ("peer/r3-github", 203, fig("peer/r3-github", 203), None, None, "ns"),
-    ("match/github / peer/r3-github", 203,
+    # target 3: the ratio the bench timed in alternating pairs (not the
+    # two rows above, timed apart), labelled so
+    ("match/github-vs-r3 (paired)", 203,
      paired(("match/github-vs-r3", 203),
             ratio(("match/github", 203), ("peer/r3-github", 203))),
      "<=", 0.2, "x"),

@@ -264,19 +264,15 @@ static int first_failing_but(sy_match_ctx *c, const sy_snapshot *s,
     return -1;
 }
 
-/* A route that failed on its Method, for a 405 (match.h's encoding). */
-static inline void miss_add(sy_match_ctx *c, uintptr_t e) {
-    if (c->method_miss_count < MAX_METHOD_MISSES)
-        c->method_misses[c->method_miss_count++] = e;
-}
-
 /* A candidate failed at predicate `f`: if that is its Method, remember the
- * route. Costs one load per failure. */
+ * route (as slot << 1 | 1: match.h), so a miss can tell 405 from 404.
+ * Costs one load per failure. */
 static void note_failure(sy_match_ctx *c, const sy_snapshot *s, uint32_t slot,
                          int f) {
     const struct sy_route *r = sy__snapshot_slot(s, slot)->route;
-    if (f >= 0 && sy__pred_get_kind(sy__route_cpred(r, f)) == SY_PK_METHOD)
-        miss_add(c, (uintptr_t)slot << 1 | 1);
+    if (f >= 0 && c->method_miss_count < MAX_METHOD_MISSES &&
+        sy__pred_get_kind(sy__route_cpred(r, f)) == SY_PK_METHOD)
+        c->method_misses[c->method_miss_count++] = (uintptr_t)slot << 1 | 1;
 }
 
 /* The proven predicate of a candidate its walk does not prove with
@@ -489,7 +485,9 @@ static inline bool cand_holds(sy_match_ctx *c, const sy_snapshot *s,
                               const struct sy_route *r, int mbit) {
     if (!(cd->mbits & 1u << sy__cand_mbit(mbit))) {
         /* for a 405: method_reason() checks its other predicates */
-        miss_add(c, (uintptr_t)cand_slot(s, l, cd) << 1 | 1);
+        if (c->method_miss_count < MAX_METHOD_MISSES)
+            c->method_misses[c->method_miss_count++] =
+                (uintptr_t)cand_slot(s, l, cd) << 1 | 1;
         return false;
     }
     /* a host with a leading or trailing '.' has Ant's empty end labels,
@@ -826,8 +824,9 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
             /* the method bit first, inline; a refused candidate is kept
              * for a 405, its slot found only on a miss (method_reason) */
             if (!(cd->mbits & bit)) {
-                if (cand_route(s, l, cd))
-                    miss_add(c, (uintptr_t)cd);
+                if (c->method_miss_count < MAX_METHOD_MISSES &&
+                    cand_route(s, l, cd))
+                    c->method_misses[c->method_miss_count++] = (uintptr_t)cd;
                 continue;
             }
             const struct sy_route *r = cand_route(s, l, cd);

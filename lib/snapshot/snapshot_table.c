@@ -279,16 +279,25 @@ uint32_t sy__snap_id_find(const sy_snapshot *s, const char *id, uint32_t h,
     }
     if (!s->id_old_chunks)
         return NONE;
-    /* not moved yet? Entries before id_old_next have moved (and may have
-     * left since: their slot is not read); the position of one found is
-     * id_cap + its position in the old table */
+    /* not moved yet? Entries before id_old_next have moved and their
+     * chunks may be gone (sy__snap_id_move lets each go once passed): a
+     * probe that reaches them goes on at id_old_next, where a run that
+     * crossed them goes on; an id has one live entry at most, so one
+     * found past its run's end is still it. The position of one found is
+     * id_cap + its position in the old table. */
     uint32_t ocap = s->id_old_cap, next = s->id_old_next;
+    bool skipped = false;
     for (uint32_t i = sy__snap_id_home(h, ocap);;
          i = i + 1 == ocap ? 0 : i + 1) {
+        if (i < next) {
+            if (skipped)
+                return NONE; /* round the table once */
+            i = next, skipped = true;
+        }
         const sy__id_entry *e = entry_at(s->id_old_chunks, i);
         if (e->slot == NONE)
             return NONE;
-        if (i >= next && e->slot != ID_GONE && e->hash == h &&
+        if (e->slot != ID_GONE && e->hash == h &&
             strcmp(sy__snapshot_slot(s, e->slot)->route->id, id) == 0) {
             *pos = cap + i;
             return e->slot;
@@ -334,7 +343,9 @@ bool sy__snap_id_remove_at(sy_snapshot *s, uint32_t pos) {
 }
 
 /* Move the old table's next `count` entries (positions) into the table;
- * the old one is freed once every entry has moved. The home is the
+ * each old chunk is let go once all its entries have moved (not all of
+ * them at the end: at 1,000,000 ids that was 1,374 chunks in the move's
+ * last publish), the old table once every entry has. The home is the
  * hash's high bits scaled to the capacity, so the entries of a stretch of
  * the old table land in a stretch of the new one (about cap / old cap
  * times as long): a publish copies a few chunks, not one per entry. */
@@ -342,6 +353,7 @@ bool sy__snap_id_move(sy_snapshot *s, size_t count) {
     if (!s->id_old_chunks)
         return true;
     uint32_t cap = s->id_cap, ocap = s->id_old_cap, p = s->id_old_next;
+    uint32_t k = p >> SY_CHUNK_BITS; /* the first chunk still held */
     uint32_t end = count < ocap - p ? p + (uint32_t)count : ocap;
     for (; p < end; p++) {
         sy__id_entry e = *entry_at(s->id_old_chunks, p);
@@ -358,8 +370,15 @@ bool sy__snap_id_move(sy_snapshot *s, size_t count) {
         *d = e;
     }
     s->id_old_next = end;
-    if (end == ocap)
+    if (end == ocap) {
         sy__snap_id_drop_old(s);
+        return true;
+    }
+    for (; k < end >> SY_CHUNK_BITS; k++) { /* wholly moved */
+        sy__snap_chunk_unref(s->alloc, s->crefs, s->id_old_chunks[k],
+                             s->id_old_cids[k]);
+        s->id_old_chunks[k] = NULL;
+    }
     return true;
 }
 

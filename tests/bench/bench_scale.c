@@ -28,11 +28,13 @@
  *
  * Beside the last three a stall watcher (the reader thread, or a thread
  * of its own) reads CLOCK_MONOTONIC without pause and records every gap over
- * 200 us in which it was not switched out: the machine stopping the
- * virtual CPU (an interrupt's or the host's time, charged to whatever
- * thread runs), not code. A publish whose wall time exceeds its thread CPU
- * time by over 200 us with no context switch had its own virtual CPU
- * stopped (the host took it away). Each case then prints, beside its raw
+ * 200 us in which it was not switched out (its switch count read at most
+ * 20 us before the gap): the machine stopping the virtual CPU (an
+ * interrupt's or the host's time, charged to whatever thread runs), not
+ * code. A publish whose wall time exceeds its thread CPU time by over
+ * 50 us with no context switch had its own virtual CPU stopped (the host
+ * took it away; a publish's wall less its CPU is 1-5 us otherwise). Each
+ * case then prints, beside its raw
  * maximum, <name>-unstalled: the slowest publish that neither kind of
  * stall touched and that was not switched out. The watcher sees its own
  * virtual CPU only: a stall of the publisher's CPU charged to its thread
@@ -149,8 +151,15 @@ static void print_huge(const char *when) {
 #define STALL_NS 200000u
 /* Stalls a watcher keeps (more are counted as lost). */
 #define STALLS_MAX ((size_t)1 << 20)
-/* How often the watcher reads its context switch count (getrusage). */
-#define STALL_SWITCH_NS 200000u
+/* How often the watcher reads its context switch count (getrusage): a
+ * gap is put down to a switch when the count moved since that read, so a
+ * switch at most this long before the gap can hide a stall (at 200 us, a
+ * stall within 200 us of a short switch was dropped as "switched"). */
+#define STALL_SWITCH_NS 20000u
+/* A publish's wall less thread CPU, with no context switch, taken as its
+ * own virtual CPU stopped (the watcher's 200 us would let a publish lose
+ * up to 200 us to the host and count as unstalled). */
+#define OFF_NS 50000u
 
 typedef struct stall {
     uint64_t t0, t1; /* bench_now_ns() before and after the gap */
@@ -262,11 +271,11 @@ static uint32_t *g_invol;
 static bool *g_near;
 
 /* The time upsert i's own CPU stopped without switching its thread out:
- * wall less thread CPU when that is over STALL_NS and no context switch
+ * wall less thread CPU when that is over OFF_NS and no context switch
  * was counted (the host took the virtual CPU away), else 0. */
 static double upsert_off_us(size_t i, const double *us, const double *cpu) {
     double off = us[i] - cpu[i];
-    if (!g_preempt || g_preempt[i] || off * 1e3 <= STALL_NS)
+    if (!g_preempt || g_preempt[i] || off * 1e3 <= OFF_NS)
         return 0;
     return off;
 }
@@ -470,7 +479,7 @@ static void slowest(const char *name, const char *by_name, const double *by,
             name, by_name, line,
             g_watch ? "; stall a+b: the machine's stalls the watcher saw "
                       "within it + its own CPU stopped, wall less CPU "
-                      "with no switch, when over 200 us"
+                      "with no switch, when over 50 us"
                     : "");
 }
 
@@ -509,12 +518,12 @@ static void report_stalls(const char *name, size_t routes, const double *us,
     comment("%s: the stall watcher saw %zu stalls over %u us (%.1f ms in "
             "all, the longest %.0f us; %zu gaps it was switched out in, not "
             "counted%s); %zu publishes overlapped one (%.1f ms of their "
-            "time); %zu publishes lost over 200 us off their CPU with no "
+            "time); %zu publishes lost over %u us off their CPU with no "
             "switch (%.1f ms in all); %zu others were switched out",
             name, w->n, STALL_NS / 1000u, (double)span / 1e6,
             (double)most / 1e3, w->switched,
             w->lost ? ", some not recorded: the list was full" : "", hit,
-            lost_us / 1e3, off, off_us / 1e3, switched);
+            lost_us / 1e3, off, OFF_NS / 1000u, off_us / 1e3, switched);
     if (calm != SIZE_MAX)
         comment("%s-unstalled: the slowest publish with no stall seen, "
                 "its CPU not stopped and not switched out: #%zu, %.1f us wall, "
@@ -854,7 +863,10 @@ static void scale_grow(table *t) {
         size_t moves = 0, mworst = SIZE_MAX, first = SIZE_MAX;
         for (size_t i = 1; i < done; i++)
             worst = cpu[i] > cpu[worst] ? i : worst;
+        size_t last = SIZE_MAX; /* the publish that finished the move */
         for (size_t i = 0; i < done; i++) {
+            if (!g_idmove[i] && i > 0 && g_idmove[i - 1])
+                last = i;
             if (!g_idmove[i])
                 continue;
             moves++;
@@ -869,6 +881,10 @@ static void scale_grow(table *t) {
                     mworst, g_state[mworst]);
         else
             comment("%s: the id table grew in no publish", name);
+        if (last != SIZE_MAX) /* it drops the old table's chunks */
+            comment("%s: the publish that finished the move (#%zu) took "
+                    "%.1f us thread CPU, %.1f us wall ('%c')",
+                    name, last, cpu[last], us[last], g_state[last]);
         report_upserts(name, from, us, cpu, done, swaps, builds);
         report_steal(name, steal0, secs);
         comment("%s: the publish of the most thread CPU added route %zu "

@@ -467,8 +467,10 @@ sy_str gw_cors_preflight_method(const gw_request *q);
 void gw_trace_begin(gw_trace *t, const sy_request *r);
 /* The client's traceparent is not sent on: the gateway writes its own. */
 bool gw_trace_is_header(sy_str name);
-/* "traceparent: 00-<trace>-<the gateway's span>-<flags>\r\n" */
-void gw_trace_write(const gw_trace *t, gw_buf *h);
+/* "traceparent: 00-<trace>-<the gateway's span>-<flags>\r\n" at w (room
+ * for GW_TRACE_LINE bytes); the byte after it */
+#define GW_TRACE_LINE 70
+char *gw_trace_put(const gw_trace *t, char *w);
 
 /* access_log.c */
 /* The request is over: remember it (the recent ring, unless

@@ -158,14 +158,13 @@ bool gw_trace_is_header(sy_str name) {
 
 /* one copy of a fixed layout (no printf per request): the ids are always
  * 32 and 16 hex digits and the flags 2 (gw_trace_begin) */
-void gw_trace_write(const gw_trace *t, gw_buf *h) {
-    char line[16 + 32 + 1 + 16 + 1 + 2 + 2];
-    memcpy(line, "traceparent: 00-", 16);
-    memcpy(line + 16, t->trace_id, 32);
-    line[48] = '-';
-    memcpy(line + 49, t->span_id, 16);
-    line[65] = '-';
-    memcpy(line + 66, t->flags, 2);
-    memcpy(line + 68, "\r\n", 2);
-    gw_buf_add(h, line, sizeof line);
+char *gw_trace_put(const gw_trace *t, char *w) {
+    memcpy(w, "traceparent: 00-", 16);
+    memcpy(w + 16, t->trace_id, 32);
+    w[48] = '-';
+    memcpy(w + 49, t->span_id, 16);
+    w[65] = '-';
+    memcpy(w + 66, t->flags, 2);
+    memcpy(w + 68, "\r\n", 2);
+    return w + GW_TRACE_LINE;
 }

@@ -552,7 +552,9 @@ static int build_attempt(gw_request *q, sy_match *m) {
     q->lb = t.kind == SY_UPSTREAM_SERVICE;
     gw_copy_str(q->instance, sizeof q->instance, t.instance_id);
     q->health = t;
-    if (t.scheme && strcmp(t.scheme, "http") != 0)
+    const char *sc = t.scheme; /* "http", byte by byte: no strcmp call */
+    if (sc && !(sc[0] == 'h' && sc[1] == 't' && sc[2] == 't' && sc[3] == 'p' &&
+                sc[4] == '\0'))
         return 502; /* https/ws upstreams are not supported here */
     return gw_upstream_head(q, &t);
 }
@@ -719,6 +721,16 @@ static void split_origin_form(const char *url, size_t len, sy_request *r) {
     }
 }
 
+/* http_should_keep_alive for a request, without its two calls into
+ * http-parser (~35 instructions a request): a request never needs the
+ * connection's end to end its message (http_message_needs_eof), so only
+ * the version and the Connection header's flags decide. */
+static bool request_keep_alive(const http_parser *p) {
+    if (p->http_major > 0 && p->http_minor > 0)
+        return !(p->flags & F_CONNECTION_CLOSE);
+    return (p->flags & F_CONNECTION_KEEP_ALIVE) != 0;
+}
+
 static void request_begin(gw_client *c) {
     gw_worker *w = c->w;
     gw_request *q = request_get();
@@ -735,7 +747,7 @@ static void request_begin(gw_client *c) {
     c->state = C_ACTIVE;
     gw_deadline_clear(&c->timer);
     http_parser *p = &c->p;
-    q->keep_alive = http_should_keep_alive(p) && !w->draining && !p->upgrade;
+    q->keep_alive = request_keep_alive(p) && !w->draining && !p->upgrade;
     q->head_req = p->method == HTTP_HEAD;
     q->req_chunked = (p->flags & F_CHUNKED) != 0;
     bool has_cl = (p->flags & F_CONTENTLENGTH) != 0;

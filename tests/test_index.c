@@ -647,7 +647,7 @@ static uint32_t layout_child(const sy__index *ix, uint32_t n, const char *seg) {
     }
     uint32_t found = NONE;
     if (x->shape & X_HASH) /* every child table entry of n */
-        for (uint32_t i = 0; i <= ix->slot_mask; i++) {
+        for (uint32_t i = 0; i < ix->slot_count; i++) {
             uint32_t c = ix->slots[i].child;
             if (!c || !(ix->nodes[c].shape & X_HCHILD) ||
                 ix->nodes[c].kids != n)
@@ -761,9 +761,9 @@ START_TEST(nodes_are_laid_out_by_their_number_of_children) {
     ck_assert_int_eq(
         memcmp(sx->nodes, ix->nodes, ix->node_count * sizeof *ix->nodes), 0);
     ck_assert_uint_eq(sx->slot_mask, ix->slot_mask);
+    ck_assert_uint_eq(sx->slot_count, ix->slot_count);
     ck_assert_int_eq(
-        memcmp(sx->slots, ix->slots, (ix->slot_mask + 1) * sizeof *ix->slots),
-        0);
+        memcmp(sx->slots, ix->slots, ix->slot_count * sizeof *ix->slots), 0);
     ck_assert_uint_eq(sx->nside, ix->nside);
     ck_assert_int_eq(memcmp(sx->side, ix->side, ix->nside * sizeof *ix->side),
                      0);
@@ -871,7 +871,7 @@ START_TEST(a_child_table_at_its_highest_load_finds_every_child) {
         const sy__index *ix = sy__snapshot_from_handle(h)->base;
         ck_assert_uint_eq(ix->slot_mask + 1, ci ? 2048 : 1024);
         size_t used = 0;
-        for (uint32_t i = 0; i <= ix->slot_mask; i++)
+        for (uint32_t i = 0; i < ix->slot_count; i++)
             used += ix->slots[i].child != 0;
         ck_assert_uint_eq(used, n);
         sy_match_ctx *ctx;
@@ -904,11 +904,91 @@ START_TEST(the_child_table_spreads_short_segments) {
     const sy__index *ix = sy__snapshot_from_handle(h)->base;
     ck_assert_uint_eq(ix->slot_mask + 1, 2 * K);
     size_t run = 0, longest = 0;
-    for (size_t i = 0; i < 2 * (size_t)(ix->slot_mask + 1); i++) {
-        run = ix->slots[i & ix->slot_mask].child ? run + 1 : 0;
+    for (size_t i = 0; i < ix->slot_count; i++) {
+        run = ix->slots[i].child ? run + 1 : 0;
         longest = run > longest ? run : longest;
     }
     ck_assert_msg(longest <= 64, "a run of %zu occupied slots", longest);
+    sy_snapshot_release(h);
+    sy_router_free(r);
+}
+END_TEST
+
+/* The child table in ordered linear probing: an entry at or past its
+ * home with no empty slot between, each run in order of its hashes (so
+ * a probe stops at the first larger one), the last slot empty. Here 100
+ * of the root's 512 children have their homes in the table's last 8
+ * slots, so their run passes the mask's end and the tail grows: every
+ * child is found, misses are not, and the stepwise build lays out the
+ * same table. */
+START_TEST(the_child_table_keeps_runs_in_order_and_grows_its_tail) {
+    enum { N = 512, LAST = 100 };
+    size_t cap = N * 96 + 16, o = 0, near = 0, far = 0;
+    char *doc = malloc(cap), (*seg)[16] = malloc(N * sizeof *seg);
+    ck_assert(doc && seg);
+    doc[o++] = '[';
+    for (size_t k = 0; near + far < N; k++) {
+        char t[16];
+        snprintf(t, sizeof t, "e%zu", k);
+        uint64_t h = child_hash(ROOT_PATH, segment_key(t, strlen(t)).hash);
+        bool at_end = child_slot(h, 2 * N - 1) >= 2 * N - 8;
+        if (at_end ? near == LAST : far == N - LAST)
+            continue;
+        size_t i = near + far;
+        memcpy(seg[i], t, sizeof t);
+        near += at_end;
+        far += !at_end;
+        o += (size_t)snprintf(doc + o, cap - o,
+                              "%s{\"id\":\"%s\",\"uri\":\"http://b\","
+                              "\"predicates\":[\"Path=/%s\"]}",
+                              i ? "," : "", t, t);
+    }
+    doc[o++] = ']';
+    sy_router *r = sy_test_router(doc, o);
+    free(doc);
+    sy_snapshot *h = sy_router_acquire(r);
+    const sy_snapshot *s = sy__snapshot_from_handle(h);
+    const sy__index *ix = s->base;
+    ck_assert_uint_eq(ix->slot_mask + 1, 2 * N);
+    ck_assert_uint_gt(ix->slot_count, 2 * N + SLOT_TAIL);
+    ck_assert_uint_eq(ix->slots[ix->slot_count - 1].child, 0);
+    size_t used = 0;
+    for (uint32_t i = 0; i < ix->slot_count; i++) {
+        const xslot *e = &ix->slots[i];
+        if (!e->child)
+            continue;
+        used++;
+        uint32_t home = (~e->ntag) >> (ix->slot_shift - 32);
+        ck_assert_uint_le(home, i);
+        for (uint32_t k = home; k < i; k++) /* its run, in order */
+            ck_assert_uint_ge(ix->slots[k].ntag, ix->slots[k + 1].ntag);
+        ck_assert(i == home || ix->slots[i - 1].child);
+    }
+    ck_assert_uint_eq(used, N);
+    sy_match_ctx *ctx;
+    ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
+    for (size_t i = 0; i < N; i++) {
+        char p[32];
+        snprintf(p, sizeof p, "/%s", seg[i]);
+        const sy_route *rt = match_both(h, ctx, p);
+        ck_assert_msg(rt && strcmp(sy_route_id(rt), seg[i]) == 0, "%s", p);
+        snprintf(p, sizeof p, "/%sx", seg[i]);
+        ck_assert_ptr_null(match_both(h, ctx, p));
+    }
+    sy_match_ctx_free(ctx);
+
+    sy__index_route *in = routes_of(s);
+    sy__alloc a;
+    sy__alloc_init(&a, NULL);
+    sy__index_step *st;
+    sy__index *sx = step_build(&a, in, s->route_count, 3, &st);
+    ck_assert_uint_eq(sx->slot_count, ix->slot_count);
+    ck_assert_int_eq(
+        memcmp(sx->slots, ix->slots, ix->slot_count * sizeof *ix->slots), 0);
+    sy__index_unref(sx);
+    sy__index_step_free(st);
+    free(in);
+    free(seg);
     sy_snapshot_release(h);
     sy_router_free(r);
 }
@@ -1026,8 +1106,8 @@ START_TEST(the_child_table_spreads_one_segment_under_many_parents) {
     sy_snapshot *h = sy_router_acquire(r);
     const sy__index *ix = sy__snapshot_from_handle(h)->base;
     size_t run = 0, longest = 0;
-    for (size_t i = 0; i < 2 * (size_t)(ix->slot_mask + 1); i++) {
-        run = ix->slots[i & ix->slot_mask].child ? run + 1 : 0;
+    for (size_t i = 0; i < ix->slot_count; i++) {
+        run = ix->slots[i].child ? run + 1 : 0;
         longest = run > longest ? run : longest;
     }
     ck_assert_msg(longest <= 64, "a run of %zu occupied slots", longest);
@@ -1409,6 +1489,7 @@ int main(void) {
     tcase_add_test(tl, matching_through_each_shape_equals_the_scan);
     tcase_add_test(tl, a_child_table_at_its_highest_load_finds_every_child);
     tcase_add_test(tl, the_child_table_spreads_short_segments);
+    tcase_add_test(tl, the_child_table_keeps_runs_in_order_and_grows_its_tail);
     tcase_add_test(tl,
                    segments_of_each_length_are_keyed_as_the_scan_reads_them);
     tcase_add_test(tl, the_child_table_spreads_one_segment_under_many_parents);

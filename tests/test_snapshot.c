@@ -467,10 +467,11 @@ START_TEST(the_stepwise_build_makes_the_one_shot_index) {
             memcmp(ix->nodes, one->nodes, one->node_count * sizeof *one->nodes),
             0);
         ck_assert_uint_eq(ix->slot_mask, one->slot_mask);
+        ck_assert_uint_eq(ix->slot_count, one->slot_count);
         ck_assert(!ix->slots == !one->slots);
         if (one->slots)
             ck_assert_int_eq(memcmp(ix->slots, one->slots,
-                                    (one->slot_mask + 1) * sizeof *one->slots),
+                                    one->slot_count * sizeof *one->slots),
                              0);
         ck_assert_uint_eq(ix->nside, one->nside);
         if (one->nside)

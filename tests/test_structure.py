@@ -67,7 +67,7 @@ FLOORS = [
     ("snapshot", [
         [("publish", "publish_int")],
         [("index", "index_build", "index_int", "index_layout", "index_step",
-          "index_lookup", "index_cand")],
+          "index_lookup", "index_cand", "index_hash")],
         [("snapshot", "snapshot_layout", "snapshot_int", "snapshot_table",
           "snapshot_overlay",
           "snapshot_build", "snapshot_services")],

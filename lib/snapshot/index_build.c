@@ -346,7 +346,8 @@ static bool build_layout(oneshot *o) {
     for (uint32_t j = 0; j < L->count; j++)
         sy__ix_layout_node(b, L, j);
     for (uint32_t j = 0; j < L->count; j++)
-        sy__ix_layout_hash(b, L, j);
+        if (!sy__ix_layout_hash(b, L, j))
+            return false;
     sy__ix_layout_give(L, o->ix);
     return true;
 }

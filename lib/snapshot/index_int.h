@@ -8,6 +8,7 @@
 
 #include "route/predicate.h"
 #include "snapshot/index.h"
+#include "snapshot/index_hash.h"
 
 #include <stddef.h>
 
@@ -17,19 +18,6 @@
 #define GENERIC_LISTS 11 /* 9 standard methods, "other", any */
 #define GENERIC_OTHER 9
 #define GENERIC_ANY 10
-
-#define KEY_BYTES 16
-
-/*
- * A segment as the build's edges compare it: two words that determine its
- * first KEY_BYTES bytes given its length (segment_key), its length and a
- * 16-bit tag from its hash.
- */
-typedef struct seg_key {
-    uint64_t w0, w1;
-    uint64_t hash;    /* of the segment alone; combined with the parent */
-    uint32_t len_tag; /* length | tag << 16 */
-} seg_key;
 
 /* ---- the index's layout ---- */
 
@@ -107,14 +95,31 @@ static inline const sy__cand *xnode_lone(const xnode *x) {
 #define DIRECT_MAX 4
 
 /* The child table: the literal children of X_HASH nodes, keyed by (the
- * parent's id, the segment), linear probing, eight entries to a line,
- * load <= 1/2. tag: the combined hash's high half (the slot is its
- * top bits, h >> slot_shift); child 0: empty (a root is nobody's child). A hit
- * is checked against the child's own words and its parent (its kids field). */
+ * parent's id, the segment), eight entries to a line, load <= 1/2, in
+ * ordered linear probing: an entry sits at or past its home slot (the
+ * combined hash's top bits, h >> slot_shift) with no empty slot between,
+ * and every run of entries is in order of the hash's high half, so a
+ * probe passes only smaller hashes and stops at the first larger one: a
+ * miss reads about as many slots as a hit, where plain linear probing
+ * read to the end of the run (9 slots at 1,000,000 routes for a request
+ * whose first segment no route has; docs/performance.md). A run never
+ * wraps: the table has SLOT_TAIL slots past its mask + 1 (more if a run
+ * needs them), the last always empty. ntag: the high half's complement,
+ * so 0 in an empty slot ends a probe and a run reads highest first;
+ * child 0: empty (a root is nobody's child). A hit is checked against
+ * the child's own words and its parent (its kids field). */
 typedef struct xslot {
     uint32_t child;
-    uint32_t tag;
+    uint32_t ntag;
 } xslot;
+
+/* Slots past the child table's mask + 1 (a multiple of 8: a line). */
+#define SLOT_TAIL 64
+
+/* An entry's ntag for the combined hash h. */
+static inline uint32_t slot_ntag(uint64_t h) {
+    return ~(uint32_t)(h >> 32);
+}
 
 /* Lists of a node that do not fit its u16 lengths or do not follow each
  * other in the pool (a route's two patterns reaching one list: one entry
@@ -233,8 +238,8 @@ struct sy__index {
     /* the build's nodes, dead ones too: the next stepwise build's
      * reserve */
     uint32_t built_nodes;
-    xslot *slots; /* the child table, slot_mask + 1; or NULL */
-    uint32_t slot_mask;
+    xslot *slots;                   /* the child table, slot_count; or NULL */
+    uint32_t slot_mask, slot_count; /* homes: 0..slot_mask */
     uint8_t slot_shift; /* a hash's slot is its high bits: h >> slot_shift */
     char *strings;      /* segments longer than KEY_BYTES, from byte 9 */
     xside *side;        /* nside */
@@ -420,7 +425,8 @@ typedef struct layout {
     void *mem;                   /* xn's allocation (xn is aligned) */
     xnode *xn;
     xslot *slots;
-    uint32_t slot_mask;
+    uint32_t slot_mask, slot_count;
+    bool slots_huge; /* slots from sy__alloc_huge */
     char *strings;
     xside *side;
     /* the candidate pool, filled: an X_LONE node's candidate is copied
@@ -442,7 +448,9 @@ bool sy__ix_layout_alloc(const sy__alloc *a, layout *L, bool zero);
 /* Up to `budget` items; returns the number done (fewer: finished). */
 size_t sy__ix_layout_order(const builder *b, layout *L, size_t budget);
 void sy__ix_layout_node(const builder *b, layout *L, uint32_t j);
-void sy__ix_layout_hash(const builder *b, layout *L, uint32_t j);
+/* Node j into the child table (when it is a hashed child): false when
+ * out of memory for a longer tail (L then as before). */
+bool sy__ix_layout_hash(const builder *b, layout *L, uint32_t j);
 /* Frees the pass's own arrays (not the index's). */
 void sy__ix_layout_done(const sy__alloc *a, layout *L);
 /* The index's arrays into ix (L keeps none), and their bytes. */
@@ -841,79 +849,6 @@ static inline sy__cand cand_of(const pending *p, const rinfo *ri) {
     return (sy__cand){ri->route, walk ? ri->vars[d] : 0,
                       ri->mbits[walk ? d : 2], walk ? ri->flags[d] : 0,
                       walk ? ri->nvars[d] : 0};
-}
-
-/* ---- hashing segments and edges (index.c builds, lookups and
- * index_layout.c all hash the same way) ---- */
-
-/* Edge hash = the segment's own hash combined with the parent node, so a
- * lookup hashes each request segment once, whatever node it is tried at.
- * A full mix: the segment hash's low bits alone repeat for segments that
- * differ only past their first bytes ("user1" .. "user99999"), and a
- * cheaper combine (xor with parent * odd, with or without folding the
- * high half down) made the static and param tables' probes several times
- * longer. */
-static inline uint64_t edge_combine(uint32_t parent, uint64_t seg_hash) {
-    uint64_t h = seg_hash ^ ((uint64_t)parent * 0x9e3779b97f4a7c15ull);
-    h ^= h >> 29;
-    h *= 0xbf58476d1ce4e5b9ull;
-    return h ^ (h >> 32);
-}
-
-/* The child table's hash of (parent, segment): one multiply, the slot
- * taken from its high bits (child_slot), which depend on every bit of
- * the segment's hash and the parent. (Slots from the low bits, which
- * depend only on the low bits of the product's input, needed a fold
- * before and after the multiply: "p0" .. "p99999", whose last bytes
- * land in the segment hash's high bits, probed ~19 slots without them.)
- * The tag is the high half: with the slot's bits the check before a
- * node is read. */
-static inline uint64_t child_hash(uint32_t parent, uint64_t seg_hash) {
-    return (seg_hash ^ parent) * 0xbf58476d1ce4e5b9ull;
-}
-
-/* The child table's slot of hash h in a table of mask + 1 slots. */
-static inline uint32_t child_slot(uint64_t h, uint32_t mask) {
-    return (uint32_t)(h >> __builtin_clzll((uint64_t)mask));
-}
-
-/* The hash of a segment of up to KEY_BYTES bytes, from its words. */
-static inline uint64_t segment_hash(uint64_t w0, uint64_t w1, size_t len) {
-    if (len < 8) {
-        /* w0 alone: one multiply (the combine mixes it fully; its high
-         * bits, the tag's, are the product's best) */
-        return (w0 ^ (uint64_t)len) * 0x9e3779b97f4a7c15ull;
-    }
-    uint64_t h = (w0 ^ (uint64_t)len) * 0x9e3779b97f4a7c15ull;
-    h ^= (w1 + (h >> 31)) * 0xc2b2ae3d27d4eb4full;
-    return h ^ (h >> 29);
-}
-
-/* Words that, with the length, determine the first 16 bytes: overlapping
- * loads, so no byte past the segment is read. */
-static inline seg_key segment_key(const char *s, size_t len) {
-    seg_key k;
-    if (len >= 8) {
-        k.w0 = sy__load_u64(s);
-        k.w1 = len >= 16 ? sy__load_u64(s + 8) : sy__load_u64(s + len - 8);
-    } else if (len >= 4) {
-        k.w0 = sy__load_u32(s) | (uint64_t)sy__load_u32(s + len - 4) << 32;
-        k.w1 = 0;
-    } else if (len) {
-        k.w0 = (uint64_t)(unsigned char)s[0] |
-               (uint64_t)(unsigned char)s[len / 2] << 8 |
-               (uint64_t)(unsigned char)s[len - 1] << 16;
-        k.w1 = 0;
-    } else {
-        k.w0 = k.w1 = 0;
-    }
-    if (len <= KEY_BYTES) {
-        k.hash = segment_hash(k.w0, k.w1, len);
-    } else {
-        k.hash = sy__hash64(s, len, 0x5e9);
-    }
-    k.len_tag = (uint32_t)(len & 0xffff) | (uint32_t)(k.hash >> 48) << 16;
-    return k;
 }
 
 #endif

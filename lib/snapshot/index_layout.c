@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 bool sy__ix_layout_start(builder *b, layout *L) {
     const sy__alloc *a = b->a;
@@ -68,6 +69,13 @@ void sy__ix_layout_count(const builder *b, layout *L, uint32_t n) {
         (uint8_t)((cnt - w > DIRECT_MAX ? LK_HASH : 0) | (w ? LK_WILD : 0));
 }
 
+/* n slots for the child table: in huge pages and zeroed (zero), else not
+ * zeroed. */
+static xslot *slots_alloc(const sy__alloc *a, size_t n, bool zero) {
+    return zero ? sy__alloc_huge(a, n * sizeof(xslot), true)
+                : sy__malloc(a, n * sizeof(xslot));
+}
+
 bool sy__ix_layout_alloc(const sy__alloc *a, layout *L, bool zero) {
     size_t n = L->count, nk = n > 2 ? n - 2 : 1;
     L->clist = spare_get(a, &L->room, nk * sizeof *L->clist, false);
@@ -84,10 +92,12 @@ bool sy__ix_layout_alloc(const sy__alloc *a, layout *L, bool zero) {
         L->side = sy__malloc(a, L->nside * sizeof *L->side);
     if (L->nhash) {
         size_t cap = sy__pow2_at_least(8, L->nhash * 2);
-        L->slots = cap > (size_t)UINT32_MAX + 1 ? NULL
-                   : zero ? sy__alloc_huge(a, cap * sizeof *L->slots, true)
-                          : sy__malloc(a, cap * sizeof *L->slots);
+        L->slots = cap + SLOT_TAIL > UINT32_MAX
+                       ? NULL
+                       : slots_alloc(a, cap + SLOT_TAIL, zero);
+        L->slots_huge = zero;
         L->slot_mask = (uint32_t)(cap - 1);
+        L->slot_count = (uint32_t)(cap + SLOT_TAIL);
     }
     if (!L->clist || !L->order || !L->stack || !L->mem ||
         (L->long_bytes && !L->strings) || (L->nside && !L->side) ||
@@ -223,9 +233,24 @@ void sy__ix_layout_node(const builder *b, layout *L, uint32_t j) {
         memcpy(&L->xn[j].w1, &L->cands[x.off], sizeof(sy__cand));
 }
 
-void sy__ix_layout_hash(const builder *b, layout *L, uint32_t j) {
+/* The child table's tail doubled: a run reached its last slot (which
+ * stays empty, so that a probe needs no bound). */
+static bool slots_grow(const sy__alloc *a, layout *L) {
+    size_t n = L->slot_count, m = n + (n - ((size_t)L->slot_mask + 1));
+    xslot *s = m > UINT32_MAX ? NULL : slots_alloc(a, m, L->slots_huge);
+    if (!s)
+        return false;
+    memcpy(s, L->slots, n * sizeof *s);
+    memset(s + n, 0, (m - n) * sizeof *s);
+    sy__free(a, L->slots);
+    L->slots = s;
+    L->slot_count = (uint32_t)m;
+    return true;
+}
+
+bool sy__ix_layout_hash(const builder *b, layout *L, uint32_t j) {
     if (!(L->xn[j].shape & X_HCHILD))
-        return;
+        return true;
     uint32_t p = L->parent[j];
     const xnode *x = &L->xn[j];
     uint64_t h = child_hash(
@@ -234,10 +259,20 @@ void sy__ix_layout_hash(const builder *b, layout *L, uint32_t j) {
             ? segment_hash(x->w0, x->w1, x->len)
             : segment_key(b->strings.ptr + L->key[L->order[j]].str_off, x->len)
                   .hash);
-    uint32_t i = child_slot(h, L->slot_mask);
-    while (L->slots[i].child)
-        i = (i + 1) & L->slot_mask;
-    L->slots[i] = (xslot){j, (uint32_t)(h >> 32)};
+    /* past the run's smaller hashes and its equal ones (so that ties
+     * keep the order of j, the same in both builds), to the first larger
+     * or the run's end, which moves a slot on */
+    uint32_t nt = slot_ntag(h);
+    size_t i = child_slot(h, L->slot_mask), end;
+    while (L->slots[i].child && L->slots[i].ntag >= nt)
+        i++;
+    for (end = i; L->slots[end].child; end++)
+        ;
+    if (end + 1 == L->slot_count && !slots_grow(b->a, L))
+        return false;
+    memmove(&L->slots[i + 1], &L->slots[i], (end - i) * sizeof *L->slots);
+    L->slots[i] = (xslot){j, nt};
+    return true;
 }
 
 void sy__ix_layout_give(layout *L, sy__index *ix) {
@@ -246,6 +281,7 @@ void sy__ix_layout_give(layout *L, sy__index *ix) {
     ix->node_count = L->count;
     ix->slots = L->slots;
     ix->slot_mask = L->slot_mask;
+    ix->slot_count = L->slot_count;
     ix->slot_shift =
         (uint8_t)(L->slot_mask ? __builtin_clzll((uint64_t)L->slot_mask) : 63);
     ix->strings = L->strings;
@@ -253,7 +289,7 @@ void sy__ix_layout_give(layout *L, sy__index *ix) {
     ix->nside = (uint32_t)L->nside;
     ix->bytes += (size_t)L->count * sizeof *L->xn + 64 + L->long_bytes +
                  L->nside * sizeof *L->side +
-                 (L->slots ? ((size_t)L->slot_mask + 1) * sizeof *L->slots : 0);
+                 (size_t)L->slot_count * sizeof *L->slots;
     L->xn = NULL;
     L->mem = NULL;
     L->slots = NULL;

@@ -113,24 +113,27 @@ static inline list_ref multi_of(const sy__index *ix, const xnode *nd,
 }
 
 /* The child table's probe for the literal child of `parent` (an X_HASH
- * node) with hash h and words w0, w1 of segment seg: the tag, then the
- * child's own words and that it is this parent's. */
+ * node) with hash h and words w0, w1 of segment seg: past the smaller
+ * hashes of its home's run, then the entries of its tag, each checked
+ * against the child's own words and that it is this parent's; a larger
+ * hash or an empty slot ends it. */
 static inline __attribute__((always_inline)) uint32_t
 probe_child(const sy__index *ix, uint32_t parent, uint64_t h, uint64_t w0,
             uint64_t w1, sy_str seg) {
-    uint32_t tag = (uint32_t)(h >> 32);
-    for (uint32_t p = (uint32_t)(h >> ix->slot_shift);;
-         p = (p + 1) & ix->slot_mask) {
-        const xslot *e = &ix->slots[p];
-        if (!e->child)
-            return NONE;
-        if (e->tag == tag) {
-            const xnode *x = &ix->nodes[e->child];
-            if (node_is(x, ix->strings, w0, w1, seg.ptr, seg.len) &&
-                x->kids == parent)
-                return e->child;
-        }
+    uint32_t nt = slot_ntag(h);
+    const xslot *e = &ix->slots[h >> ix->slot_shift];
+    while (e->ntag > nt)
+        e++;
+    for (; e->ntag == nt; e++) {
+        uint32_t c = e->child;
+        if (!c)
+            return NONE; /* an empty slot: nt 0 */
+        const xnode *x = &ix->nodes[c];
+        if (node_is(x, ix->strings, w0, w1, seg.ptr, seg.len) &&
+            x->kids == parent)
+            return c;
     }
+    return NONE;
 }
 
 /* A segment longer than KEY_BYTES: its tail is compared in the pool,

@@ -549,7 +549,7 @@ static int ph_layout_count(sy__index_step *st, size_t *left) {
 
 /* The child table, a line per item. */
 static int ph_layout_zero(sy__index_step *st, size_t *left) {
-    PASS(st, st->L.slots ? ((size_t)st->L.slot_mask + 1) / 8 : 0, left,
+    PASS(st, st->L.slots ? (size_t)st->L.slot_count / 8 : 0, left,
          memset(&st->L.slots[i * 8], 0, 8 * sizeof *st->L.slots));
     return 1;
 }
@@ -579,8 +579,9 @@ static int ph_layout_node(sy__index_step *st, size_t *left) {
 
 /* New nodes: the child table. */
 static int ph_layout_hash(sy__index_step *st, size_t *left) {
-    PASS(st, st->L.count, left,
-         sy__ix_layout_hash(&st->b, &st->L, (uint32_t)i));
+    PASS(
+        st, st->L.count, left,
+        if (!sy__ix_layout_hash(&st->b, &st->L, (uint32_t)i)) return SY_ENOMEM);
     return 1;
 }
 

@@ -88,11 +88,7 @@ typedef struct gw_buf {
 
 /* Room for `extra` more bytes; false (and `failed` set) when there is none. */
 bool gw_buf_reserve(gw_buf *b, size_t extra);
-/* out of line and cold, so that LTO keeps gw_buf_add itself small and
- * inlines it (with the grow inlined into it, it made gw_buf_add an
- * out-of-line copy of ~30 instructions a call, 4 calls a response) */
-__attribute__((noinline, cold)) void
-gw_buf_add_grow(gw_buf *b, const void *data, size_t len);
+void gw_buf_add_grow(gw_buf *b, const void *data, size_t len);
 /* Inline: a request's heads are built from ~40 small appends, most of
  * literal strings whose length and copy the compiler folds; only an
  * append that needs room (or a failed buffer) calls out. */

@@ -103,10 +103,9 @@ static bool same_cand(const sy__cand *a, const sy__cand *b) {
     if (!((a->vars ^ b->vars) & SY_CAND_LIT_SELF))
         return memcmp(a, b, sizeof *a) == 0;
     sy_str x = sy__cand_lit_text(a), y = sy__cand_lit_text(b);
-    return a->route == b->route && a->mbits == b->mbits &&
-           a->flags == b->flags && a->nvars == b->nvars &&
-           sy__cand_has_lit(a) && sy__cand_has_lit(b) && x.len == y.len &&
-           memcmp(x.ptr, y.ptr, x.len) == 0 &&
+    return a->rtag == b->rtag && a->mbits == b->mbits && a->flags == b->flags &&
+           a->nvars == b->nvars && sy__cand_has_lit(a) && sy__cand_has_lit(b) &&
+           x.len == y.len && memcmp(x.ptr, y.ptr, x.len) == 0 &&
            ((a->vars ^ b->vars) & ~(SY_CAND_LIT_SELF | 0xffffu)) == 0;
 }
 
@@ -792,6 +791,119 @@ static const sy_route *match_both(sy_snapshot *h, sy_match_ctx *ctx,
     return ra;
 }
 
+/* A candidate carries where its route's predicate objects lie and how
+ * many there are (sy__cand_tag), so a lookup reads no line of the route's
+ * struct for them: 1-15 objects within 16 KiB either side of the route,
+ * else none (the matcher reads the route). Then the index's candidates of
+ * routes of 1, 2, 15, 16 and 17 predicates, each a walk-proven Path and
+ * Header presences: the tag where it fits, and the lookups that take the
+ * tag's objects or the route's (16 and 17) find what the scan finds, and
+ * miss when the last Header is missing (a count or offset off by one,
+ * or a route read past its objects, fails). */
+START_TEST(a_candidate_carries_its_routes_predicates) {
+    char *area = malloc(3 * 16384 + 64);
+    ck_assert_ptr_nonnull(area);
+    struct sy_route *fr = (struct sy_route *)(void *)(area + 16384 + 32);
+    memset(fr, 0, sizeof *fr);
+    static const struct {
+        ptrdiff_t off;
+        size_t n;
+        bool tagged;
+    } cases[] = {{-16384, 3, true}, {16376, 3, true}, {-16392, 3, false},
+                 {16384, 3, false}, {120, 1, true},   {120, 15, true},
+                 {120, 16, false},  {124, 3, false},  {-8, 2, true}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        fr->predicate_count = (uint16_t)cases[i].n;
+        fr->cpred = (struct sy__pred *)(void *)((char *)fr + cases[i].off);
+        sy__cand cd = {sy__cand_tag(fr), 0, 0, 0, 0};
+        ck_assert_ptr_eq(sy__cand_route(&cd), fr);
+        ck_assert_uint_eq(cd.rtag >> 48 != 0, cases[i].tagged);
+        fr->predicate_count = 0; /* the tag's, not the route's */
+        fr->cpred = NULL;
+        size_t n = 99;
+        const sy__pred *p = sy__cand_preds(&cd, fr, &n);
+        if (cases[i].tagged) {
+            ck_assert_uint_eq(n, cases[i].n);
+            ck_assert_ptr_eq(p, (const char *)fr + cases[i].off);
+        } else {
+            ck_assert_uint_eq(n, 0);
+            ck_assert_ptr_null(p);
+        }
+    }
+    free(area);
+
+    static const size_t counts[] = {1, 2, 15, 16, 17};
+    enum { NR = sizeof counts / sizeof *counts };
+    char doc[8192];
+    size_t o = 0;
+    doc[o++] = '[';
+    for (size_t j = 0; j < NR; j++) {
+        o += (size_t)snprintf(doc + o, sizeof doc - o,
+                              "%s{\"id\":\"t%zu\",\"uri\":\"http://b\","
+                              "\"predicates\":[\"Path=/t%zu/{id}\"",
+                              j ? "," : "", j, j);
+        for (size_t k = 1; k < counts[j]; k++)
+            o += (size_t)snprintf(doc + o, sizeof doc - o, ",\"Header=X-H%zu\"",
+                                  k);
+        o += (size_t)snprintf(doc + o, sizeof doc - o, "]}");
+    }
+    o += (size_t)snprintf(doc + o, sizeof doc - o, "]");
+    ck_assert_uint_lt(o, sizeof doc);
+    sy_router *r = sy_test_router(doc, o);
+    sy_snapshot *h = sy_router_acquire(r);
+    const sy__index *ix = sy__snapshot_from_handle(h)->base;
+    size_t seen = 0;
+    for (uint32_t i = 0; i < ix->ncands; i++) {
+        const sy__cand *cd = &ix->cands[i];
+        const struct sy_route *rt = sy__cand_route(cd);
+        size_t n = 99;
+        const sy__pred *p = sy__cand_preds(cd, rt, &n);
+        ck_assert_uint_eq(n, rt->predicate_count);
+        ck_assert_ptr_eq(p, sy__route_cpred(rt, 0));
+        ck_assert_uint_eq(cd->rtag >> 48 != 0, rt->predicate_count <= 15);
+        ck_assert(cd->flags & SY_CAND_WALK);
+        seen++;
+    }
+    ck_assert_uint_eq(seen, NR);
+    sy_match_ctx *ctx;
+    ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
+    sy_header hs[20];
+    char names[20][8];
+    for (size_t j = 0; j < NR; j++)
+        for (size_t drop = 0; drop < 2; drop++) {
+            size_t nh = counts[j] - 1 - (drop && counts[j] > 1);
+            for (size_t k = 0; k < nh; k++) {
+                snprintf(names[k], sizeof names[k], "X-H%zu", k + 1);
+                hs[k] = (sy_header){{names[k], strlen(names[k])}, {"v", 1}};
+            }
+            char path[32];
+            snprintf(path, sizeof path, "/t%zu/42", j);
+            sy_request req = SY_REQUEST_INIT;
+            req.method = (sy_str){"GET", 3};
+            req.path = (sy_str){path, strlen(path)};
+            req.headers = hs;
+            req.header_count = nh;
+            sy_match *a = NULL, *b = NULL;
+            ck_assert_int_eq(sy_snapshot_match(h, ctx, &req, &a), 0);
+            const sy_route *ra = a ? sy_match_route(a) : NULL;
+            ck_assert_int_eq(sy_snapshot_match_linear(h, ctx, &req, &b), 0);
+            const sy_route *rb = b ? sy_match_route(b) : NULL;
+            ck_assert_ptr_eq(ra, rb);
+            bool want = !drop || counts[j] == 1;
+            ck_assert_msg(want == (ra != NULL), "t%zu drop %zu: %s", j, drop,
+                          ra ? sy_route_id(ra) : "-");
+            if (ra) {
+                char id[8];
+                snprintf(id, sizeof id, "t%zu", j);
+                ck_assert_str_eq(sy_route_id(ra), id);
+            }
+        }
+    sy_match_ctx_free(ctx);
+    sy_snapshot_release(h);
+    sy_router_free(r);
+}
+END_TEST
+
 /* Every layout path finds its route through the index, and near misses
  * (one byte off in the first word, the second, past both, one byte
  * longer or shorter) find what the scan finds. */
@@ -1284,7 +1396,7 @@ START_TEST(a_keys_literal_path_is_in_its_candidate) {
         const sy__cand *cd = &key.c[0];
         ck_assert(sy__cand_has_lit(cd));
         const sy__pred *p =
-            sy__route_cpred(cd->route, cd->flags >> SY_CAND_LIT_SHIFT);
+            sy__route_cpred(sy__cand_route(cd), cd->flags >> SY_CAND_LIT_SHIFT);
         sy_str lit = sy__cand_lit_text(cd);
         ck_assert_uint_eq(lit.len, p->lit_len);
         ck_assert_uint_eq(!!(cd->vars & SY_CAND_LIT_SELF), lone);
@@ -1495,6 +1607,7 @@ int main(void) {
     tcase_add_test(tl, the_child_table_spreads_one_segment_under_many_parents);
     tcase_add_test(tl, a_late_path_or_many_vars_is_not_walk_proven);
     tcase_add_test(tl, a_keys_literal_path_is_in_its_candidate);
+    tcase_add_test(tl, a_candidate_carries_its_routes_predicates);
     tcase_add_test(tl, a_wildcard_keys_literal_path_is_in_its_candidate);
     suite_add_tcase(s, tl);
     return sy_test_run(s);

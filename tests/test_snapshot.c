@@ -807,7 +807,7 @@ static size_t base_cands_as_slots(const sy_snapshot *s) {
                 ck_assert_uint_lt(slot, s->slot_count);
                 const struct sy_route *sr = sy__snapshot_slot(s, slot)->route;
                 if (sr)
-                    ck_assert_ptr_eq(sr, cd->route);
+                    ck_assert_ptr_eq(sr, sy__cand_route(cd));
                 if (sr && s->dead_bits && !sy__snapshot_maybe_dead(s, slot))
                     filtered_live++;
                 if (!sr)

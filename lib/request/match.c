@@ -242,10 +242,10 @@ static uint32_t cand_slot(const sy_snapshot *s, const sy__cand_list *l,
 static inline __attribute__((always_inline)) const struct sy_route *
 cand_route(const sy_snapshot *s, const sy__cand_list *l, const sy__cand *cd) {
     if (__builtin_expect(s->prep.cands_live, 1))
-        return cd->route;
+        return sy__cand_route(cd);
     uint32_t slot = cand_slot(s, l, cd);
     return !sy__snapshot_maybe_dead(s, slot)
-               ? cd->route
+               ? sy__cand_route(cd)
                : sy__snapshot_slot(s, slot)->route;
 }
 
@@ -452,18 +452,17 @@ cand_holds_quick(sy_match_ctx *c, const sy_snapshot *s, const sy__cand_list *l,
     bool walk = (cd->flags & SY_CAND_WALK) && l->exact && !odd_host;
     int32_t proven =
         walk ? (int32_t)sy__cand_pred(cd) : proof_skip(r, l->proof);
-    /* a route of no predicates has no cpred (not even an offset of 0 from
-     * NULL may be taken) */
-    const sy__pred *p0 = r->predicate_count ? sy__route_cpred(r, 0) : NULL;
+    size_t np; /* from the candidate: no line of the route's struct */
+    const sy__pred *p0 = sy__cand_preds(cd, r, &np);
     c->ev.ncaps = 0; /* the quick loop's rest capture, if any, first */
-    int f = sy__preds_quick(p0, r->predicate_count, (size_t)(int64_t)proven,
-                            &c->ev, mbit, &c->budget, !walk || !cd->nvars);
+    int f = sy__preds_quick(p0, np, (size_t)(int64_t)proven, &c->ev, mbit,
+                            &c->budget, !walk || !cd->nvars);
     if (f == -1) { /* all hold: the proven one's captures, on first read */
         if (!walk || !cd->nvars)
             return true;
         if (caps_later(c, l, cd))
             return true;
-        f = -2 - (int)r->predicate_count; /* walk_caps decides */
+        f = -2 - (int)np; /* walk_caps decides */
     }
     if (f >= 0) {
         note_failure(c, s, cand_slot(s, l, cd), f);
@@ -482,7 +481,7 @@ cand_holds_quick(sy_match_ctx *c, const sy_snapshot *s, const sy__cand_list *l,
  * its other predicates tested; anything else is tested in full. */
 static inline bool cand_holds(sy_match_ctx *c, const sy_snapshot *s,
                               const sy__cand_list *l, const sy__cand *cd,
-                              const struct sy_route *r, int mbit) {
+                              int mbit) {
     if (!(cd->mbits & 1u << sy__cand_mbit(mbit))) {
         /* for a 405: method_reason() checks its other predicates */
         if (c->method_miss_count < MAX_METHOD_MISSES)
@@ -514,9 +513,9 @@ static inline bool cand_holds(sy_match_ctx *c, const sy_snapshot *s,
             c->ev.ncaps = 0;
             return true;
         }
-        if (!sy__pred_lit_flat(
-                sy__route_cpred(r, cd->flags >> SY_CAND_LIT_SHIFT),
-                c->path.flat))
+        if (!sy__pred_lit_flat(sy__cand_pred_at(cd, cand_route(s, l, cd),
+                                                cd->flags >> SY_CAND_LIT_SHIFT),
+                               c->path.flat))
             return false;
         if (!cd->nvars) {
             c->ev.ncaps = 0;
@@ -825,13 +824,14 @@ static int match_indexed(sy_match_ctx *c, const sy_snapshot *s,
              * for a 405, its slot found only on a miss (method_reason) */
             if (!(cd->mbits & bit)) {
                 if (c->method_miss_count < MAX_METHOD_MISSES &&
-                    cand_route(s, l, cd))
+                    (s->prep.cands_live || cand_route(s, l, cd)))
                     c->method_misses[c->method_miss_count++] = (uintptr_t)cd;
                 continue;
             }
-            const struct sy_route *r = cand_route(s, l, cd);
-            if (r && cand_holds(c, s, l, cd, r, mbit)) {
-                *out = found_route(c, s, req, r);
+            /* the route only for the dead filter and the one found */
+            if ((s->prep.cands_live || cand_route(s, l, cd)) &&
+                cand_holds(c, s, l, cd, mbit)) {
+                *out = found_route(c, s, req, cand_route(s, l, cd));
                 return SY_OK;
             }
             if (c->budget.exhausted)
@@ -873,7 +873,7 @@ match_merge(sy_match_ctx *c, const sy_snapshot *s, const sy_request *req,
         const sy__cand_list *l = &c->lists[best];
         const sy__cand *cd = &l->c[c->heads[best]++];
         last = best_key;
-        if (cand_holds(c, s, l, cd, cand_route(s, l, cd), mbit)) {
+        if (cand_holds(c, s, l, cd, mbit)) {
             *out = found(c, s, req, cand_slot(s, l, cd));
             return SY_OK;
         }

@@ -40,7 +40,8 @@
  *          (16 bytes) so a candidate refused by its method, or proven
  *          whole by the walk (SY_CAND_WHOLE, captures from the var pool
  *          or, a lone {var}, the candidate), is decided without reading
- *          its route, and its route is known without reading its slot;
+ *          its route, and its route is known without reading its slot
+ *          (its predicates too: the pointer's top bits, index_cand.h);
  *          the slots in an array of their own beside them (cslots),
  *          read only off the hot path (docs/architecture.md has
  *          pictures)
@@ -332,7 +333,7 @@ rinfo sy__ix_route_info(builder *b, const struct sy_route *r) {
     rinfo ri;
     memset(&ri, 0, sizeof ri);
     uint32_t methods = UINT32_MAX, proven[2] = {0, 0};
-    ri.route = r;
+    ri.rtag = sy__cand_tag(r);
     size_t at[2] = {0, 0}, ndims[2] = {0, 0};
     bool other = false, path_lit = false;
     for (size_t i = 0; i < r->predicate_count; i++) {

@@ -18,11 +18,11 @@
  * without touching the route when the walk already proved it, and the
  * route itself (16 bytes, four to a line: no candidate straddles two):
  *
- *   route             | vars              | mbits             | flags | nvars |
+ *   rtag              | vars              | mbits             | flags | nvars |
  *   the slot's route  | u32: offset in    | u16: the methods  | u8    | u8    |
- *   (below)           | the index's var   | and the pred      |       |       |
- *                     | pool, or the one  | (sy__cand_mbits)  |       |       |
- *                     | var (VAR1)        |                   |       |       |
+ *   and, in its top   | the index's var   | and the pred      |       |       |
+ *   16 bits, where    | pool, or the one  | (sy__cand_mbits)  |       |       |
+ *   its preds lie     | var (VAR1)        |                   |       |       |
  *
  * The candidate's slot is not in it: an index's slots are an array
  * parallel to its candidates (sy__index_cand_slot), an overlay group's
@@ -40,7 +40,10 @@
  * latter's predicate.
  */
 typedef struct sy__cand {
-    const struct sy_route *route; /* the slot's, while the slot lives */
+    /* the slot's route, while the slot lives (sy__cand_route), and in the
+     * pointer's top 16 bits where its compiled predicates lie
+     * (sy__cand_tag, sy__cand_preds) */
+    uintptr_t rtag;
     /* the first of nvars entries of the index's var pool; SY_CAND_VAR1:
      * the one var, or with SY_CAND_LIT and no var the literal Path */
     uint32_t vars;
@@ -51,6 +54,72 @@ typedef struct sy__cand {
     uint8_t flags;
     uint8_t nvars; /* SY_CAND_WALK: its var pool entries */
 } sy__cand;
+
+/* The route's predicates in the candidate's route word: a user-space
+ * pointer of a 64-bit host has its top 16 bits clear (x86-64's and
+ * AArch64's 48-bit addresses; a 57-bit one the kernel gives only to an
+ * mmap that asks above 47 bits), so they carry the route's predicate
+ * count (bits 12-15: 1-15) and its compiled objects' offset from the
+ * route in 8-byte units (bits 0-11, signed: within 16 KiB, the route's
+ * block as route.c places them). A cold lookup then goes from the
+ * candidate to the predicate slots without reading the route struct's
+ * line for predicate_count and cpred (docs/performance.md, "Round 11
+ * (session 45)"). 0: not carried (no predicates, more than 15, too far,
+ * a pointer with its top bits set, a 32-bit host): read the route. */
+#define SY_CAND_ROUTE_BITS 48
+#define SY_CAND_ROUTE_MASK ((UINT64_C(1) << SY_CAND_ROUTE_BITS) - 1)
+static inline uintptr_t sy__cand_tag(const struct sy_route *r) {
+    uintptr_t w = (uintptr_t)(const void *)r;
+#if UINTPTR_MAX == UINT64_MAX
+    size_t n = r ? r->predicate_count : 0;
+    if (!n || n > 15 || !r->cpred || (uint64_t)w >> SY_CAND_ROUTE_BITS)
+        return w;
+    intptr_t off = (intptr_t)((uintptr_t)(const void *)r->cpred - w);
+    if (off % 8 || off < -2048 * 8 || off > 2047 * 8)
+        return w;
+    uint64_t t = (uint64_t)n << 12 | ((uint64_t)(off / 8) & 0xfffu);
+    return (uintptr_t)((uint64_t)w | t << SY_CAND_ROUTE_BITS);
+#else
+    return w;
+#endif
+}
+/* Candidate cd's route (the pointer without the tag). */
+static inline const struct sy_route *sy__cand_route(const struct sy__cand *cd) {
+#if UINTPTR_MAX == UINT64_MAX
+    return (const struct sy_route *)(uintptr_t)((uint64_t)cd->rtag &
+                                                SY_CAND_ROUTE_MASK);
+#else
+    return (const struct sy_route *)cd->rtag;
+#endif
+}
+/* The compiled predicates of cd's route r (cd's own, or its live slot's:
+ * the same route) and their count in *n: from the tag when it has them,
+ * else r's fields (NULL with no predicate). */
+static inline const struct sy__pred *
+sy__cand_preds(const struct sy__cand *cd, const struct sy_route *r, size_t *n) {
+#if UINTPTR_MAX == UINT64_MAX
+    uint64_t w = (uint64_t)cd->rtag;
+    size_t k = (size_t)(w >> 60);      /* the count: the tag's bits 12-15 */
+    if (__builtin_expect(k != 0, 1)) { /* the offset: bits 0-11, signed */
+        *n = k;
+        return (const struct sy__pred *)(const void
+                                             *)((const char *)(const void *)r +
+                                                ((int64_t)(w << 4) >> 52) * 8);
+    }
+#endif
+    *n = r->predicate_count;
+    return *n ? sy__route_cpred(r, 0) : NULL;
+}
+
+/* Predicate i of cd's route r (i below its count), as sy__cand_preds. */
+static inline const struct sy__pred *sy__cand_pred_at(const struct sy__cand *cd,
+                                                      const struct sy_route *r,
+                                                      size_t i) {
+    size_t n;
+    const char *p0 = (const char *)(const void *)sy__cand_preds(cd, r, &n);
+    return (const struct sy__pred *)(const void *)(p0 +
+                                                   i * SY_PRED_OBJECT_BYTES);
+}
 
 /* A method mask in a candidate's mbits: the standard methods' bits 0-8
  * as they are, bit 31 (another method: only a "maybe") at bit 15, bit 14
@@ -129,7 +198,7 @@ static inline const sy__cand_var *sy__cand_vars(const sy__cand_var *pool,
     uint32_t v = cd->vars;
     size_t len = v >> 16 & 0xffu;
     const char *name =
-        (const char *)((uintptr_t)(const void *)cd->route +
+        (const char *)((uintptr_t)(const void *)sy__cand_route(cd) +
                        (uintptr_t)(intptr_t)(int16_t)(v & 0xffffu));
     *one = (sy__cand_var){{len || (v & 0xffffu) ? name : NULL, len}, v >> 24};
     return one;
@@ -175,8 +244,9 @@ static inline bool sy__cand_has_lit(const struct sy__cand *cd) {
 /* A candidate's literal Path (sy__cand_has_lit): its text and length. */
 static inline sy_str sy__cand_lit_text(const struct sy__cand *cd) {
     uint32_t v = cd->vars;
-    uintptr_t at = v & SY_CAND_LIT_SELF ? (uintptr_t)(const void *)cd
-                                        : (uintptr_t)(const void *)cd->route;
+    uintptr_t at = v & SY_CAND_LIT_SELF
+                       ? (uintptr_t)(const void *)cd
+                       : (uintptr_t)(const void *)sy__cand_route(cd);
     return (sy_str){
         (const char *)(at + (uintptr_t)(intptr_t)(int16_t)(v & 0xffffu)),
         v >> 16 & 0xffu};

@@ -280,7 +280,7 @@ typedef struct rinfo {
      * packs them: per trie, and [2] for an entry the walk proves nothing
      * of (the route's methods alone) */
     uint16_t mbits[3];
-    const struct sy_route *route;
+    uintptr_t rtag; /* the route and its predicates' place (sy__cand_tag) */
 } rinfo;
 
 /* The literal segment into a node (zero for roots and wildcard
@@ -846,9 +846,8 @@ static inline bool index_host_keyed(const sy__index *ix) {
 static inline sy__cand cand_of(const pending *p, const rinfo *ri) {
     int d = p->dim < 2 ? (int)p->dim : 0;
     bool walk = p->dim < 2 && ri->flags[d];
-    return (sy__cand){ri->route, walk ? ri->vars[d] : 0,
-                      ri->mbits[walk ? d : 2], walk ? ri->flags[d] : 0,
-                      walk ? ri->nvars[d] : 0};
+    return (sy__cand){ri->rtag, walk ? ri->vars[d] : 0, ri->mbits[walk ? d : 2],
+                      walk ? ri->flags[d] : 0, walk ? ri->nvars[d] : 0};
 }
 
 #endif

@@ -711,7 +711,7 @@ int sy__overlay_add(sy__overlay *ov, uint32_t slot, uint64_t key,
         return SY_ENOMEM;
     route_keys k;
     route_keys_of(r, &k);
-    sy__cand cand = {r, 0, methods_of(r), 0, 0};
+    sy__cand cand = {sy__cand_tag(r), 0, methods_of(r), 0, 0};
     for (size_t j = 0; j < k.n; j++) {
         if ((ov->groups + 1) * 2 > ov->mask + 1 && !grow(ov))
             return SY_ENOMEM;

@@ -817,12 +817,13 @@ START_TEST(a_candidate_carries_its_routes_predicates) {
         fr->cpred = (struct sy__pred *)(void *)((char *)fr + cases[i].off);
         sy__cand cd = {sy__cand_tag(fr), 0, 0, 0, 0};
         ck_assert_ptr_eq(sy__cand_route(&cd), fr);
-        ck_assert_uint_eq(cd.rtag >> 48 != 0, cases[i].tagged);
+        bool tagged = SY_CAND_TAGGED && cases[i].tagged; /* x86-64 only */
+        ck_assert_uint_eq((uint64_t)cd.rtag >> 48 != 0, tagged);
         fr->predicate_count = 0; /* the tag's, not the route's */
         fr->cpred = NULL;
         size_t n = 99;
         const sy__pred *p = sy__cand_preds(&cd, fr, &n);
-        if (cases[i].tagged) {
+        if (tagged) {
             ck_assert_uint_eq(n, cases[i].n);
             ck_assert_ptr_eq(p, (const char *)fr + cases[i].off);
         } else {

@@ -55,22 +55,30 @@ typedef struct sy__cand {
     uint8_t nvars; /* SY_CAND_WALK: its var pool entries */
 } sy__cand;
 
-/* The route's predicates in the candidate's route word: a user-space
- * pointer of a 64-bit host has its top 16 bits clear (x86-64's and
- * AArch64's 48-bit addresses; a 57-bit one the kernel gives only to an
- * mmap that asks above 47 bits), so they carry the route's predicate
- * count (bits 12-15: 1-15) and its compiled objects' offset from the
- * route in 8-byte units (bits 0-11, signed: within 16 KiB, the route's
- * block as route.c places them). A cold lookup then goes from the
- * candidate to the predicate slots without reading the route struct's
- * line for predicate_count and cpred (docs/performance.md, "Round 11
- * (session 45)"). 0: not carried (no predicates, more than 15, too far,
- * a pointer with its top bits set, a 32-bit host): read the route. */
+/* The route's predicates in the candidate's route word, on x86-64: a
+ * user-space pointer there has its top 16 bits clear (48-bit addresses;
+ * with 5-level paging the kernel gives an address above 47 bits only to
+ * an mmap that asks for one, which no allocator of ours does: a host's
+ * sy_allocator that does must not be used with this build), so they
+ * carry the route's predicate count (bits 12-15: 1-15) and its compiled
+ * objects' offset from the route in 8-byte units (bits 0-11, signed:
+ * within 16 KiB, the route's block as route.c places them). A cold
+ * lookup then goes from the candidate to the predicate slots without
+ * reading the route struct's line for predicate_count and cpred
+ * (docs/performance.md, "Round 11 (session 45)"). 0: not carried (no
+ * predicates, more than 15, too far, a pointer with its top bits set).
+ * Elsewhere (AArch64's top-byte tags, MTE, 32-bit hosts) the word is the
+ * pointer alone and the route is read. */
+#if defined(__x86_64__)
+#define SY_CAND_TAGGED 1
+#else
+#define SY_CAND_TAGGED 0
+#endif
 #define SY_CAND_ROUTE_BITS 48
 #define SY_CAND_ROUTE_MASK ((UINT64_C(1) << SY_CAND_ROUTE_BITS) - 1)
 static inline uintptr_t sy__cand_tag(const struct sy_route *r) {
     uintptr_t w = (uintptr_t)(const void *)r;
-#if UINTPTR_MAX == UINT64_MAX
+#if SY_CAND_TAGGED
     size_t n = r ? r->predicate_count : 0;
     if (!n || n > 15 || !r->cpred || (uint64_t)w >> SY_CAND_ROUTE_BITS)
         return w;
@@ -85,7 +93,7 @@ static inline uintptr_t sy__cand_tag(const struct sy_route *r) {
 }
 /* Candidate cd's route (the pointer without the tag). */
 static inline const struct sy_route *sy__cand_route(const struct sy__cand *cd) {
-#if UINTPTR_MAX == UINT64_MAX
+#if SY_CAND_TAGGED
     return (const struct sy_route *)(uintptr_t)((uint64_t)cd->rtag &
                                                 SY_CAND_ROUTE_MASK);
 #else
@@ -97,7 +105,7 @@ static inline const struct sy_route *sy__cand_route(const struct sy__cand *cd) {
  * else r's fields (NULL with no predicate). */
 static inline const struct sy__pred *
 sy__cand_preds(const struct sy__cand *cd, const struct sy_route *r, size_t *n) {
-#if UINTPTR_MAX == UINT64_MAX
+#if SY_CAND_TAGGED
     uint64_t w = (uint64_t)cd->rtag;
     size_t k = (size_t)(w >> 60);      /* the count: the tag's bits 12-15 */
     if (__builtin_expect(k != 0, 1)) { /* the offset: bits 0-11, signed */

@@ -118,7 +118,11 @@ SY_API const char *sy_strerror(int code);
  * lazy builds may call them from any reader thread, once per object: the
  * first sy_route_canonical() of a route, and the first hash-policy pick of
  * a service version (its consistent-hash ring). Hooks must therefore be
- * thread-safe when either is used off the writer thread.
+ * thread-safe when either is used off the writer thread. On x86-64 a
+ * block must lie below 2^48 (any allocator that maps without asking the
+ * kernel for a higher address does; the index packs a route's details
+ * into its pointer's top 16 bits): a route block above it is refused as
+ * out of memory.
  */
 typedef struct sy_allocator {
     void *(*malloc)(void *data, size_t size);

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "base/alloc_small.h"
 #include "base/util.h"
+#include "route/route.h"
 #include "testutil.h"
 
 #include <errno.h>
@@ -657,6 +658,45 @@ START_TEST(a_mapped_block_is_cut_in_place_and_given_back) {
 }
 END_TEST
 
+/* On x86-64 a route block must lie below 2^48 (the index packs its
+ * pointer's top 16 bits): a host's allocator that places one above it
+ * has the block back and the route refused as out of memory, never a
+ * route whose packed pointer would be cut. */
+typedef struct high_hooks {
+    bool armed;
+    void *freed;
+} high_hooks;
+static void *high_malloc(void *data, size_t size) {
+    high_hooks *h = data;
+    return h->armed ? (void *)(uintptr_t)(UINT64_C(1) << 50) : malloc(size);
+}
+static void *high_realloc(void *data, void *p, size_t size) {
+    (void)data;
+    return realloc(p, size);
+}
+static void high_free(void *data, void *p) {
+    high_hooks *h = data;
+    if (p == (void *)(uintptr_t)(UINT64_C(1) << 50))
+        h->freed = p;
+    else
+        free(p);
+}
+START_TEST(a_route_block_above_the_packed_bits_is_refused) {
+    high_hooks h = {false, NULL};
+    sy_allocator user = {high_malloc, high_realloc, high_free, &h};
+    sy__alloc a;
+    sy__alloc_init(&a, &user);
+    struct sy_route *r = sy__route_new(&a);
+    ck_assert_ptr_nonnull(r); /* a block below 2^48 */
+    sy__route_unref(r);
+    h.armed = true;
+#if SY_ROUTE_ADDR_BITS
+    ck_assert_ptr_null(sy__route_new(&a));
+    ck_assert_ptr_eq(h.freed, (void *)(uintptr_t)(UINT64_C(1) << 50));
+#endif
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("alloc");
     TCase *tc = tcase_create("alloc");
@@ -684,6 +724,7 @@ int main(void) {
     ARENA_TEST(a_mapped_block_is_cut_in_place_and_given_back);
     ARENA_TEST(bulk_blocks_take_huge_pages_in_their_thread_only);
     tcase_add_test(tc, huge_block_of_a_hosts_allocator_is_its_own);
+    tcase_add_test(tc, a_route_block_above_the_packed_bits_is_refused);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

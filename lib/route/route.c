@@ -69,6 +69,12 @@ struct sy_route *sy__route_new_sized(const sy__alloc *alloc,
         sy__malloc(alloc, sizeof *b + extra + (shared ? 0 : sizeof *alloc));
     if (!b)
         return NULL;
+#if SY_ROUTE_ADDR_BITS
+    if ((uint64_t)(uintptr_t)(void *)b >> SY_ROUTE_ADDR_BITS) {
+        sy__free(alloc, b); /* the index could not pack its pointer */
+        return NULL;
+    }
+#endif
     memset(b, 0, sizeof *b);
     struct sy_route *r = &b->route;
     if (shared) {

@@ -309,8 +309,18 @@ int sy__route_set_host_data(struct sy_route *r, void *data);
 int sy__route_compile(struct sy_route *r, const sy__compile_env *env,
                       const char *path, sy_error *err);
 
+/* On x86-64 a route lies below 2^SY_ROUTE_ADDR_BITS: the index packs its
+ * predicates' place into a candidate's copy of the pointer above them
+ * (snapshot/index_cand.h); 0 elsewhere (no packing, no limit). */
+#if defined(__x86_64__)
+#define SY_ROUTE_ADDR_BITS 48
+#else
+#define SY_ROUTE_ADDR_BITS 0
+#endif
+
 /* A new empty route (refs = 1) that owns a copy of `alloc` and an arena
- * built on it; NULL when out of memory. */
+ * built on it; NULL when out of memory, or (x86-64) when the allocator
+ * gave a block at or above 2^SY_ROUTE_ADDR_BITS. */
 struct sy_route *sy__route_new(const sy__alloc *alloc);
 /* The same with the arena's first `arena_bytes` in the same block as the
  * route: an estimate of what it will hold (more is allocated when it

@@ -56,25 +56,21 @@ typedef struct sy__cand {
 } sy__cand;
 
 /* The route's predicates in the candidate's route word, on x86-64: a
- * user-space pointer there has its top 16 bits clear (48-bit addresses;
- * with 5-level paging the kernel gives an address above 47 bits only to
- * an mmap that asks for one, which no allocator of ours does: a host's
- * sy_allocator that does must not be used with this build), so they
+ * route there lies below 2^48 (route.h SY_ROUTE_ADDR_BITS: 48-bit
+ * addresses; with 5-level paging the kernel gives an address above 47
+ * bits only to an mmap that asks for one, and sy__route_new refuses a
+ * block a host's allocator placed there), so its pointer's top 16 bits
  * carry the route's predicate count (bits 12-15: 1-15) and its compiled
  * objects' offset from the route in 8-byte units (bits 0-11, signed:
  * within 16 KiB, the route's block as route.c places them). A cold
  * lookup then goes from the candidate to the predicate slots without
  * reading the route struct's line for predicate_count and cpred
  * (docs/performance.md, "Round 11 (session 45)"). 0: not carried (no
- * predicates, more than 15, too far, a pointer with its top bits set).
+ * predicates, more than 15, too far).
  * Elsewhere (AArch64's top-byte tags, MTE, 32-bit hosts) the word is the
  * pointer alone and the route is read. */
-#if defined(__x86_64__)
-#define SY_CAND_TAGGED 1
-#else
-#define SY_CAND_TAGGED 0
-#endif
-#define SY_CAND_ROUTE_BITS 48
+#define SY_CAND_TAGGED (SY_ROUTE_ADDR_BITS != 0)
+#define SY_CAND_ROUTE_BITS SY_ROUTE_ADDR_BITS
 #define SY_CAND_ROUTE_MASK ((UINT64_C(1) << SY_CAND_ROUTE_BITS) - 1)
 static inline uintptr_t sy__cand_tag(const struct sy_route *r) {
     uintptr_t w = (uintptr_t)(const void *)r;

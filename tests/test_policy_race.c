@@ -280,12 +280,14 @@ static void *flip_breaker(void *arg) {
     req.path = (sy_str){"/cb", 3};
     while (!atomic_load(x->go))
         ;
-    /* 3 s of it at most, but on until the breaker has cycled (the test's
-     * first check) when a loaded machine or a sanitizer ran few calls in
-     * them: 60 s at most */
+    /* 400,000 calls or 3 s of them, whichever comes first, but on until
+     * the breaker has cycled (the test's first check) when a loaded
+     * machine, a sanitizer or the threads' interleaving gave few cycles in
+     * them (CI once saw 45 in 400,000 calls a thread): 60 s at most */
     uint64_t t0 = sy__now_monotonic_us();
-    for (int i = 0; i < 400000; i++) {
-        if (!(i & 1023) && sy__now_monotonic_us() > t0 + 3000000) {
+    for (int i = 0;; i++) {
+        if (!(i & 1023) &&
+            (i >= 400000 || sy__now_monotonic_us() > t0 + 3000000)) {
             sy_policy_stats ps;
             sy_policy_store_stats(sy_router_policy_store(x->r), &ps);
             if (ps.breaker_closed > 100 ||

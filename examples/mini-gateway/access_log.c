@@ -360,7 +360,7 @@ void gw_access_log(gw_request *q) {
     str_field(&b, "path", r->path.ptr, r->path.len);
     str_field(&b, "query", r->query.ptr, r->query.len);
     str_field(&b, "host", r->host.ptr, r->host.len);
-    str_field(&b, "remote_addr", q->c->peer, strlen(q->c->peer));
+    str_field(&b, "remote_addr", q->c->peer, q->c->peer_len);
     if (q->status >= 0) {
         gw_buf_adds(&b, ",\"status\":");
         gw_buf_addu(&b, (uint64_t)q->status);

@@ -731,6 +731,18 @@ static bool request_keep_alive(const http_parser *p) {
     return (p->flags & F_CONNECTION_KEEP_ALIVE) != 0;
 }
 
+/* The request's method as text, from http-parser's own list (no call
+ * into it and no strlen a request). */
+static sy_str method_text(unsigned m) {
+#define GW_METHOD_TEXT(num, name, string) [num] = {#string, sizeof #string - 1},
+    static const sy_str names[] = {HTTP_METHOD_MAP(GW_METHOD_TEXT)};
+#undef GW_METHOD_TEXT
+    if (m < sizeof names / sizeof names[0] && names[m].len)
+        return names[m];
+    const char *s = http_method_str((enum http_method)m);
+    return (sy_str){s, strlen(s)};
+}
+
 static void request_begin(gw_client *c) {
     gw_worker *w = c->w;
     gw_request *q = request_get();
@@ -756,12 +768,11 @@ static void request_begin(gw_client *c) {
 
     sy_request *r = &q->sreq;
     *r = (sy_request)SY_REQUEST_INIT;
-    const char *method = http_method_str((enum http_method)p->method);
-    r->method = (sy_str){method, strlen(method)};
+    r->method = method_text(p->method);
     r->scheme = (sy_str){"http", 4};
     r->headers = c->hdrs;
     r->header_count = c->nh;
-    r->remote_addr = (sy_str){c->peer, strlen(c->peer)};
+    r->remote_addr = (sy_str){c->peer, c->peer_len};
     r->seed = gw_worker_rand(w);
     r->content_length = has_cl ? (int64_t)p->content_length : -1;
     gw_trace_begin(&q->trace, r);
@@ -1153,6 +1164,7 @@ void gw_client_accept(gw_worker *w, uv_stream_t *server) {
         else if (ss.ss_family == AF_INET6)
             uv_ip6_name((struct sockaddr_in6 *)&ss, c->peer, sizeof c->peer);
     }
+    c->peer_len = strlen(c->peer);
     http_parser_init(&c->p, HTTP_REQUEST);
     c->p.data = c;
     c->state = C_IDLE;

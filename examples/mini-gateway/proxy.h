@@ -54,6 +54,7 @@ struct gw_client {
     gw_link dirty; /* on the worker's dirty_clients while output waits */
     int open_handles;
     char peer[64];
+    size_t peer_len; /* strlen(peer), set with it at accept */
 };
 
 /* W3C trace context of one request (trace.c): hex text, NUL-ended;

@@ -232,7 +232,7 @@ int gw_upstream_head(gw_request *q, const sy_target *t) {
     gw_buf *h = &q->head;
     const sy_request *r = &q->sreq;
     const char *peer = q->c->peer;
-    size_t plen = strlen(peer);
+    size_t plen = q->c->peer_len;
     /* the literals' bytes (under 256 with the largest framing line), and
      * each header's at most: ": ", ", " and the peer, CRLF */
     size_t room = 256 + r->method.len + t->path.len + t->query.len +

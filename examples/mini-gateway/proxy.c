@@ -551,7 +551,10 @@ static int build_attempt(gw_request *q, sy_match *m) {
     q->port = t.port;
     q->lb = t.kind == SY_UPSTREAM_SERVICE;
     gw_copy_str(q->instance, sizeof q->instance, t.instance_id);
-    q->health = t;
+    /* read only with lb or an instance (report_outcome, the access log's
+     * version): a url:// route's request skips its three lines */
+    if (q->lb || q->instance[0])
+        q->health = t;
     const char *sc = t.scheme; /* "http", byte by byte: no strcmp call */
     if (sc && !(sc[0] == 'h' && sc[1] == 't' && sc[2] == 't' && sc[3] == 'p' &&
                 sc[4] == '\0'))

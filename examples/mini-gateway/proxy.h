@@ -189,7 +189,7 @@ struct gw_request {
      * forwards (access_log.c) */
     sy_request client_req;
     /* for sy_router_report_outcome (lb:// only): set with lb and instance
-     * (build_attempt), read only with them */
+     * (build_attempt) when either is, read only with them */
     sy_target health;
     /* the breaker's: written whole by every proxied request's
      * sy_match_breaker_acquire (policy.c breaker_step, a route without a

@@ -166,26 +166,31 @@ void gw_policy_blocks_free(void) {
 
 static void breaker_step(gw_request *q, sy_match *m);
 
-/* The X-RateLimit-* lines of the last limiter values this thread wrote:
- * of the four, only Remaining changes from one request to the next (the
- * other three are the limiter's configuration), so those three lines are
- * formatted once for a (rate, capacity, requested) and copied after. The
+/* The X-RateLimit-* lines of the last limiter values this thread wrote,
+ * as one text: "X-RateLimit-Remaining: N\r\n" and the other three lines.
+ * Those three are the limiter's configuration, formatted once for a
+ * (rate, capacity, requested); Remaining's digits are formatted again
+ * only when the number moved by more than its last digit can show (a
+ * bucket's next request answers one less, a refill a few more or the same
+ * again), so the usual request edits one byte and copies one text. The
  * names and the order are sy_ratelimit_headers'. */
 typedef struct rl_lines {
-    bool set;
+    bool set, rem_set;
     uint32_t rate, burst, requested;
-    char first[48]; /* "X-RateLimit-Remaining: " */
-    size_t first_len, tail_len;
-    char tail[160]; /* the other three lines, "Name: v\r\n" each */
-    uint64_t bits;  /* the four names' gw_name_bits (0: two are one) */
+    int64_t rem;      /* the Remaining whose digits `all` holds */
+    size_t first_len; /* "X-RateLimit-Remaining: " */
+    size_t tail_len;  /* the other three lines, "Name: v\r\n" each */
+    size_t len;       /* of `all` (rem_set) */
+    uint64_t bits;    /* the four names' gw_name_bits (0: two are one) */
+    char first[48];
+    char tail[160];
+    char all[48 + 24 + 160]; /* first, digits, "\r\n", tail */
 } rl_lines;
 static _Thread_local rl_lines rl_cache;
 
-static bool rl_lines_for(const sy_ratelimit *rl) {
+static __attribute__((noinline)) bool rl_lines_fill(const sy_ratelimit *rl) {
     rl_lines *c = &rl_cache;
-    if (c->set && c->rate == rl->replenish_rate &&
-        c->burst == rl->burst_capacity && c->requested == rl->requested_tokens)
-        return true;
+    c->set = c->rem_set = false;
     sy_header h[4];
     char buf[160];
     if (sy_ratelimit_headers(rl, h, buf, sizeof buf) != 4 ||
@@ -221,6 +226,43 @@ static bool rl_lines_for(const sy_ratelimit *rl) {
     return true;
 }
 
+/* The four lines for rl's values in rl_cache.all (rl_cache.len bytes), or
+ * false when they do not fit. */
+static inline bool rl_lines_for(const sy_ratelimit *rl) {
+    rl_lines *c = &rl_cache;
+    if (!(c->set && c->rate == rl->replenish_rate &&
+          c->burst == rl->burst_capacity &&
+          c->requested == rl->requested_tokens) &&
+        !rl_lines_fill(rl))
+        return false;
+    if (c->rem_set) {
+        /* the usual request: the number as the last one, or a few more or
+         * fewer (a bucket's next request, a refill): its last digit moved
+         * in place when no other digit changes */
+        int64_t d = rl->remaining - c->rem;
+        char *last = c->all + c->len - c->tail_len - 3;
+        if (d >= -9 && d <= 9 && rl->remaining >= 0 && c->rem >= 0 &&
+            *last + d >= '0' && *last + d <= '9') {
+            *last = (char)(*last + d);
+            c->rem = rl->remaining;
+            return true;
+        }
+    }
+    char *p = c->all;
+    memcpy(p, c->first, c->first_len);
+    p += c->first_len;
+    if (rl->remaining < 0)
+        *p++ = '-';
+    p += gw_u64_text(p, rl->remaining < 0 ? 0u - (uint64_t)rl->remaining
+                                          : (uint64_t)rl->remaining);
+    memcpy(p, "\r\n", 2);
+    memcpy(p + 2, c->tail, c->tail_len);
+    c->len = (size_t)(p + 2 + c->tail_len - c->all);
+    c->rem = rl->remaining;
+    c->rem_set = true;
+    return true;
+}
+
 /* A limiter's decision: its X-RateLimit-* headers go with the response
  * (allowed: true), or with the denial answer, in *deny (false). Nothing
  * is answered here: the caller answers once it let go of what it holds. */
@@ -230,20 +272,12 @@ static bool ratelimit_decided(gw_request *q, const sy_ratelimit *rl,
         return true;
     gw_buf *out = rl->allowed ? &q->xhdrs : deny;
     if (rl->headers && rl_lines_for(rl) && /* per limited request */
-        gw_buf_reserve(out, rl_cache.first_len + 23 + rl_cache.tail_len)) {
+        ((!out->failed && out->p && out->len + rl_cache.len + 1 <= out->cap) ||
+         gw_buf_reserve(out, rl_cache.len))) {
         size_t from = out->len;
-        char *p = out->p + from;
-        memcpy(p, rl_cache.first, rl_cache.first_len);
-        p += rl_cache.first_len;
-        if (rl->remaining < 0)
-            *p++ = '-';
-        p += gw_u64_text(p, rl->remaining < 0 ? 0u - (uint64_t)rl->remaining
-                                              : (uint64_t)rl->remaining);
-        memcpy(p, "\r\n", 2);
-        memcpy(p + 2, rl_cache.tail, rl_cache.tail_len);
-        p += 2 + rl_cache.tail_len;
-        *p = '\0';
-        out->len = (size_t)(p - out->p);
+        memcpy(out->p + from, rl_cache.all, rl_cache.len);
+        out->len = from + rl_cache.len;
+        out->p[out->len] = '\0';
         if (out == &q->xhdrs && rl_cache.bits)
             gw_xhdrs_noted(q, from, rl_cache.bits);
     }

@@ -64,6 +64,26 @@ def body(procs, c):
     gw.proc.terminate()
     gw.proc.wait(10)
 
+    # a bucket of 21 drawn down: Remaining's text, edited in place when
+    # only its last digit moves (policy.c), is each number's own text
+    # across 20 -> 19 and 10 -> 9, one less a request (or the same, a
+    # token refilled meanwhile), then 0 on the denials
+    gw = procs.gateway("--routes", procs.write_file("local21.json",
+                                                    doc(be, 21)))
+    res = [gw.request("GET", "/l/x") for _ in range(26)]
+    left = [hd.get("x-ratelimit-remaining") for _, hd, _ in res]
+    codes = [st for st, _, _ in res]
+    first = codes.index(429) if 429 in codes else len(codes)
+    c.ok(all(v is not None and v == str(int(v)) for v in left),
+         "each Remaining a number's own text: %r" % left)
+    nums = [int(v) for v in left[:first]]
+    c.ok(first >= 21 and nums[0] == 20 and
+         all(b in (a - 1, a) for a, b in zip(nums, nums[1:])) and
+         all(v == "0" for v in left[first:]),
+         "Remaining 20 down to 0 a request, then 0: %r" % left)
+    gw.proc.terminate()
+    gw.proc.wait(10)
+
     # Redis: two gateways, one bucket of 5
     rproc, rport = procs.redis(unix=True)
     f = procs.write_file("redis.json", doc(be, 5))

@@ -995,7 +995,8 @@ static void request_finish(gw_request *q) {
         return;
     }
     c->state = C_IDLE;
-    memmove(c->buf, c->buf + c->start, c->end - c->start);
+    if (c->start && c->end > c->start) /* a pipelined request's bytes */
+        memmove(c->buf, c->buf + c->start, c->end - c->start);
     c->end -= c->start;
     c->start = 0;
     c->body_base = 0;

@@ -11,6 +11,9 @@ request moves with every other process on a shared machine:
   cs      context switches per request of the proxy (perf, all threads)
   us      its CPU time per request (utime + stime, /proc): load-dependent,
           printed only as a cross-check
+  misses  with --cache-sim: callgrind's simulated cache misses per request
+          of the same run (I1, D1 read and write, and the last level's),
+          for a change that saves instructions but spreads the code
 
 wrk (-t1 -cC, keep-alive) sends a fixed number of requests (a Lua script
 stops it after N responses); the request count is read from the gateway's
@@ -22,7 +25,8 @@ Redis's script calls per request and usec per call, INFO commandstats).
 
   python3 counts.py --gw build/examples/mini-gateway/mini-gateway \
       [--nginx /usr/sbin/nginx] [--cases one,many,limit,breaker] \
-      [--n 20000] [--cn 4000] [--no-callgrind] [--plain-nginx] [--pace MS] \
+      [--n 20000] [--cn 4000] [--no-callgrind] [--cache-sim] [--plain-nginx] \
+      [--pace MS] \
       [--pipeline 1,8,16]
 
 nginx sends the headers the gateway sends upstream (X-Forwarded-*, a
@@ -54,10 +58,13 @@ import re
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
+
+# --cache-sim: the caches callgrind simulates, 8-way with 64-byte lines:
+# L1 I and D of 32 KiB, and the 1 MiB L2 of the bench machine as its LL
+CACHE_SIM = ["--I1=32768,8,64", "--D1=32768,8,64", "--LL=1048576,8,64"]
 
 
 def free_port():
@@ -129,6 +136,8 @@ class Proxy:
                                       (self.kind, self.case))
             pre = ["valgrind", "--tool=callgrind", "--instr-atstart=no",
                    "--callgrind-out-file=" + self.cgout]
+            if self.args.cache_sim:
+                pre[2:2] = ["--cache-sim=yes"] + CACHE_SIM
         if self.kind.startswith("gw"):
             cmd = pre + [self.args.gw, "--listen", "127.0.0.1:%d" % self.port,
                          "--admin", "127.0.0.1:%d" % self.admin,
@@ -364,14 +373,19 @@ def measure_callgrind(args, px, path):
     c1 = px.served()
     n = c1 - c0
     px.stop()
-    ir = 0
+    ir, best = 0, {}
     for f in os.listdir(args.work):
         if f.startswith(os.path.basename(px.cgout)):
+            events = []
             for line in open(os.path.join(args.work, f)):
+                if line.startswith("events:"):
+                    events = line.split()[1:]
                 if line.startswith("totals:") or line.startswith("summary:"):
-                    ir = max(ir, int(line.split()[1]))
-                    # one file per dump; summed below when threads split
-    return n, ir / n
+                    v = [int(x) for x in line.split()[1:]]
+                    # the file of the thread that served the requests
+                    if v and v[0] > ir:
+                        ir, best = v[0], dict(zip(events, v))
+    return n, ir / n, {k: c / n for k, c in best.items() if k != "Ir"}
 
 
 def main():
@@ -387,6 +401,10 @@ def main():
     ap.add_argument("--plain-nginx", action="store_true",
                     help="nginx without the gateway's upstream headers")
     ap.add_argument("--no-callgrind", action="store_true")
+    ap.add_argument("--cache-sim", action="store_true",
+                    help="callgrind's cache simulation too (I1 and D1 of "
+                    "32 KiB, LL of 1 MiB, this machine's L2): misses a "
+                    "request beside the instructions")
     ap.add_argument("--no-perf", action="store_true")
     ap.add_argument("--cpu", type=int, default=0, metavar="ROUNDS",
                     help="only CPU per request under plain wrk, ROUNDS "
@@ -520,8 +538,13 @@ LOCS
                 px = Proxy(args, w, kind, case, bp)
                 px.args_callgrind = True
                 px.start(callgrind=True)
-                n, ir = measure_callgrind(args, px, path)
+                n, ir, miss = measure_callgrind(args, px, path)
                 line += " instr %.0f (n %d)" % (ir, n)
+                if args.cache_sim:
+                    line += " misses/req " + " ".join(
+                        "%s %.1f" % (k, miss[k]) for k in
+                        ("I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw")
+                        if k in miss)
             print(line, flush=True)
     finally:
         be.send_signal(signal.SIGTERM)

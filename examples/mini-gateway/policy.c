@@ -271,14 +271,10 @@ static bool ratelimit_decided(gw_request *q, const sy_ratelimit *rl,
     if (!rl->limited)
         return true;
     gw_buf *out = rl->allowed ? &q->xhdrs : deny;
-    if (rl->headers && rl_lines_for(rl) && /* per limited request */
-        ((!out->failed && out->p && out->len + rl_cache.len + 1 <= out->cap) ||
-         gw_buf_reserve(out, rl_cache.len))) {
+    if (rl->headers && rl_lines_for(rl)) { /* per limited request */
         size_t from = out->len;
-        memcpy(out->p + from, rl_cache.all, rl_cache.len);
-        out->len = from + rl_cache.len;
-        out->p[out->len] = '\0';
-        if (out == &q->xhdrs && rl_cache.bits)
+        gw_buf_add(out, rl_cache.all, rl_cache.len);
+        if (!out->failed && out == &q->xhdrs && rl_cache.bits)
             gw_xhdrs_noted(q, from, rl_cache.bits);
     }
     if (!rl->allowed) {

@@ -63,6 +63,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 
 #define SCALE_BIG 1000000
@@ -143,6 +144,85 @@ static void print_huge(const char *when) {
             "process, /proc/self/smaps_rollup); VmRSS %.1f MiB",
             when, (double)bench_anon_huge_bytes() / 1048576,
             (double)bench_rss_bytes() / 1048576);
+}
+
+/* ---- the TLB's reach: what scale/match-ratio is made of ---- */
+
+/* A cycle of pointers, one a line, chased `count` steps. */
+typedef struct page_chase {
+    void **at;
+} page_chase;
+
+static void run_page_chase(void *arg, uint64_t count) {
+    page_chase *c = arg;
+    void **p = c->at;
+    for (uint64_t i = 0; i < count; i++)
+        p = *p;
+    c->at = p;
+}
+
+/* One dependent load each to 8,192 lines (512 KiB: the L2's) laid out in
+ * `pages` distinct 4 KiB pages of `r`, in a random order; ns a load. */
+static double lines_in_pages(char *r, size_t region, size_t pages) {
+    enum { LINES = 8192 };
+    size_t npg = region >> 12;
+    uint32_t *pg = bench_xmalloc(npg * sizeof *pg);
+    void **at[LINES];
+    uint64_t st = 0x7eb + pages;
+    for (size_t i = 0; i < npg; i++)
+        pg[i] = (uint32_t)i;
+    for (size_t i = 0; i < pages; i++) { /* the first `pages`, at random */
+        size_t j = i + (size_t)(bench_rand(&st) % (npg - i));
+        uint32_t t = pg[i];
+        pg[i] = pg[j];
+        pg[j] = t;
+    }
+    for (size_t i = 0; i < LINES; i++) /* distinct lines of each page */
+        at[i] = (void **)(void *)(r + ((size_t)pg[i % pages] << 12) +
+                                  (((i / pages) + pg[i % pages]) % 64) * 64);
+    for (size_t i = LINES - 1; i > 0; i--) { /* a random order */
+        size_t j = (size_t)(bench_rand(&st) % (i + 1));
+        void **t = at[i];
+        at[i] = at[j];
+        at[j] = t;
+    }
+    for (size_t i = 0; i < LINES; i++)
+        *at[i] = at[(i + 1) % LINES];
+    free(pg);
+    page_chase c = {at[0]};
+    run_page_chase(&c, 4 * LINES);
+    return measure(run_page_chase, &c, 20000000u, 5, NULL);
+}
+
+/* The same 8,192 lines in 2,048 and in 8,192 distinct 4 KiB pages of a
+ * 32 MiB region advised into 2 MiB pages, as a comment: the lines are the
+ * L2's either way, so the difference is address translation, the cost of
+ * a lookup pass whose pages outnumber the TLB's 4 KiB entries. A 1M pass
+ * of the scale table reads ~11,600 distinct pages, a 100k one ~3,000,
+ * with the same lines (docs/performance.md, "Round 11 (session 47): where
+ * the 1M lookup's extra time goes"); on a machine that maps the guest's
+ * 2 MiB pages as such the two figures agree, on this one they did not. */
+static void print_tlb_reach(void) {
+    const size_t region = 32u << 20, huge = 2u << 20;
+    char *m = mmap(NULL, region + huge, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) {
+        comment("scale/match-ratio: no TLB baseline (mmap failed)");
+        return;
+    }
+    char *r = (char *)(((uintptr_t)m + huge - 1) & ~(uintptr_t)(huge - 1));
+    uint64_t huge0 = bench_anon_huge_bytes();
+    (void)madvise(r, region, MADV_HUGEPAGE);
+    memset(r, 1, region);
+    double in_huge = (double)(bench_anon_huge_bytes() - huge0) / (double)region;
+    double few = lines_in_pages(r, region, 2048);
+    double many = lines_in_pages(r, region, 8192);
+    comment("scale/match-ratio: 8192 lines chased in 2048 / 8192 distinct "
+            "4 KiB pages of a 32 MiB region (%.0f %% of it in 2 MiB pages): "
+            "%.1f / %.1f ns a load; the difference is the translation of "
+            "pages past the TLB's reach",
+            in_huge * 100, few, many);
+    munmap(m, region + huge);
 }
 
 /* ---- the machine's stalls ---- */
@@ -956,8 +1036,10 @@ void case_scale(void) {
     print_huge("scale 1000000, after the apply");
     if (w_match) {
         double big_ns = scale_match("scale/match", &t, 100);
-        if (small_ns > 0 && big_ns > 0)
+        if (small_ns > 0 && big_ns > 0) {
             match_pairs(&small, &t);
+            print_tlb_reach();
+        }
     }
     table_free(&small);
     if (w_max) {

@@ -41,7 +41,11 @@
  * (an interrupt storm there) is not seen (docs/performance.md). Each
  * also prints the steal time the kernel counted over the case (/proc/stat:
  * time the hypervisor ran something else while a vCPU of this VM wanted to
- * run), in its ticks of 10 ms: the host's share the watcher can only infer.
+ * run), in its ticks of 10 ms: the host's share the watcher can only infer;
+ * and, from a clock loop of 1 s on the publisher's CPU before and after
+ * the case, the most thread CPU the machine charged between two reads of
+ * the clock (a thread doing nothing), with the machine's huge-page faults
+ * over the case (docs/performance.md, "Round 11 (session 47)").
  *
  * In those three cases the publisher runs on one CPU and the reader or
  * watcher on another (printed as the case's condition; SY_BENCH_PIN=0
@@ -500,6 +504,57 @@ static const char *loadavg(void) {
     return buf;
 }
 
+/* The machine's time charged to a thread that does nothing: this thread
+ * reads its CPU clock in a loop for `ms` milliseconds; *largest: the most
+ * thread CPU between two reads (us), *over: such gaps over 1 ms. On the
+ * AMD EPYC VM a loop of 10 s saw gaps of up to 7 ms with no fault and no
+ * switch (docs/performance.md, "Round 11 (session 47)"): a publish that
+ * meets one is charged it, whatever its code. Run on the publisher's CPU
+ * before and after a case (no watcher can see that CPU meanwhile). */
+static void clock_gaps(unsigned ms, double *largest, unsigned *over) {
+    uint64_t end = bench_now_ns() + (uint64_t)ms * 1000000u;
+    uint64_t last = thread_cpu_ns(), most = 0;
+    *over = 0;
+    for (unsigned k = 1;; k++) {
+        uint64_t c = thread_cpu_ns(), g = c - last;
+        most = g > most ? g : most;
+        *over += g > 1000000u;
+        last = c;
+        if (k % 1024 == 0 && bench_now_ns() >= end)
+            break;
+    }
+    *largest = (double)most / 1e3;
+}
+
+/* The machine's huge-page faults so far, every process's (/proc/vmstat
+ * thp_fault_alloc); -1 when unreadable. A 2 MB fault of memory the host
+ * took back costs ~3.5 ms of the faulting thread's CPU on that VM; the
+ * publish cases map none (the rebuild's bulk is off), a 1M apply ~275. */
+static long thp_faults(void) {
+    long v = -1;
+    char line[128];
+    FILE *f = fopen("/proc/vmstat", "r");
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "thp_fault_alloc %ld", &v) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return v;
+}
+
+/* What clock_gaps saw before (b) and after (a) a case, and the huge-page
+ * faults over it. */
+static void report_machine(const char *name, double b_us, unsigned b_over,
+                           double a_us, unsigned a_over, long thp0, long thp1) {
+    comment("%s: the publisher's CPU in a clock loop of 1 s before / "
+            "after the case: the most thread CPU between two reads %.0f / "
+            "%.0f us (%u / %u over 1 ms), the machine's time charged to a "
+            "thread doing nothing; huge-page faults over the case (every "
+            "process, /proc/vmstat): %ld",
+            name, b_us, a_us, b_over, a_over,
+            thp0 >= 0 && thp1 >= 0 ? thp1 - thp0 : -1);
+}
+
 /* The steal time of all CPUs so far, in ms (/proc/stat's first line, its
  * eighth field, in USER_HZ ticks of 10 ms); -1 when unreadable. */
 static long steal_ms(void) {
@@ -839,6 +894,10 @@ static void scale_with_readers(table *t) {
     placement pl;
     pthread_attr_t attr;
     place(&pl, &attr, name, "reader");
+    double gap0, gap1;
+    unsigned over0, over1;
+    clock_gaps(1000, &gap0, &over0);
+    long thp0 = thp_faults();
     if (pthread_create(&tid, &attr, reader_run, &rd) != 0) {
         unplace(&pl, &attr);
         comment("SKIPPED %s: no reader thread", name);
@@ -858,6 +917,8 @@ static void scale_with_readers(table *t) {
     double secs = (double)(bench_now_ns() - t0) / 1e9;
     atomic_store(&rd.stop, 1);
     pthread_join(tid, NULL);
+    long thp1 = thp_faults();
+    clock_gaps(1000, &gap1, &over1);
     unplace(&pl, &attr);
     if (done)
         check_updated(t, 500001, "r", done);
@@ -865,6 +926,7 @@ static void scale_with_readers(table *t) {
         g_watch = &watch;
         report_upserts(name, t->routes, us, cpu, done, swaps, builds);
         report_steal(name, steal0, secs);
+        report_machine(name, gap0, over0, gap1, over1, thp0, thp1);
         g_watch = NULL;
         comment("%s: a reader thread matched without pause meanwhile: %.1f M "
                 "lookups in %.1f s (%.0f ns each), %.1f %% hits",
@@ -924,12 +986,18 @@ static void scale_grow(table *t) {
     notes_alloc(RUNS, true);
     watched wd;
     watched_start(&wd, name);
+    double gap0, gap1;
+    unsigned over0, over1;
+    clock_gaps(1000, &gap0, &over0);
+    long thp0 = thp_faults();
     size_t swaps, builds, from = t->routes;
     long steal0 = steal_ms();
     uint64_t t0 = bench_now_ns();
     size_t done =
         upserts(t, from, "", RUNS, RUNS, false, true, us, cpu, &swaps, &builds);
     double secs = (double)(bench_now_ns() - t0) / 1e9;
+    long thp1 = thp_faults();
+    clock_gaps(1000, &gap1, &over1);
     watched_stop(&wd);
     sy_snapshot *h = sy_router_acquire(t->router);
     size_t now = sy_snapshot_route_count(h);
@@ -967,6 +1035,7 @@ static void scale_grow(table *t) {
                     name, last, cpu[last], us[last], g_state[last]);
         report_upserts(name, from, us, cpu, done, swaps, builds);
         report_steal(name, steal0, secs);
+        report_machine(name, gap0, over0, gap1, over1, thp0, thp1);
         comment("%s: the publish of the most thread CPU added route %zu "
                 "(the table then held %zu)",
                 name, from + worst, from + worst + 1);

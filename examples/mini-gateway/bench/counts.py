@@ -62,9 +62,32 @@ import tempfile
 import time
 import urllib.request
 
-# --cache-sim: the caches callgrind simulates, 8-way with 64-byte lines:
-# L1 I and D of 32 KiB, and the 1 MiB L2 of the bench machine as its LL
-CACHE_SIM = ["--I1=32768,8,64", "--D1=32768,8,64", "--LL=1048576,8,64"]
+
+def cache_sim_args():
+    """--cache-sim: callgrind's I1, D1 and LL as this machine's L1i, L1d
+    and L2 (per core, from sysfs: lscpu prints totals over the cores);
+    32 KiB 8-way L1s and a 1 MiB 8-way LL where sysfs does not say, or
+    where a level's set count is not a power of two (callgrind's rule)."""
+    want = {("Instruction", "1"): ("--I1", 32768, 8, 64),
+            ("Data", "1"): ("--D1", 32768, 8, 64),
+            ("Unified", "2"): ("--LL", 1048576, 8, 64)}
+    got = {}
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    for d in (os.listdir(base) if os.path.isdir(base) else []):
+        try:
+            f = {k: open(os.path.join(base, d, k)).read().strip() for k in
+                 ("type", "level", "size", "ways_of_associativity",
+                  "coherency_line_size")}
+            size = int(f["size"].rstrip("K")) * 1024
+            ways, line = int(f["ways_of_associativity"]), int(
+                f["coherency_line_size"])
+        except (OSError, ValueError):
+            continue
+        sets = size // (ways * line) if ways and line else 0
+        key = (f["type"], f["level"])
+        if key in want and sets and sets & (sets - 1) == 0:
+            got[key] = (want[key][0], size, ways, line)
+    return ["%s=%d,%d,%d" % got.get(k, v) for k, v in want.items()]
 
 
 def free_port():
@@ -137,7 +160,7 @@ class Proxy:
             pre = ["valgrind", "--tool=callgrind", "--instr-atstart=no",
                    "--callgrind-out-file=" + self.cgout]
             if self.args.cache_sim:
-                pre[2:2] = ["--cache-sim=yes"] + CACHE_SIM
+                pre[2:2] = ["--cache-sim=yes"] + cache_sim_args()
         if self.kind.startswith("gw"):
             cmd = pre + [self.args.gw, "--listen", "127.0.0.1:%d" % self.port,
                          "--admin", "127.0.0.1:%d" % self.admin,
@@ -402,9 +425,9 @@ def main():
                     help="nginx without the gateway's upstream headers")
     ap.add_argument("--no-callgrind", action="store_true")
     ap.add_argument("--cache-sim", action="store_true",
-                    help="callgrind's cache simulation too (I1 and D1 of "
-                    "32 KiB, LL of 1 MiB, this machine's L2): misses a "
-                    "request beside the instructions")
+                    help="callgrind's cache simulation too (I1, D1 and "
+                    "LL as this machine's L1i, L1d and L2, from sysfs): "
+                    "misses a request beside the instructions")
     ap.add_argument("--no-perf", action="store_true")
     ap.add_argument("--cpu", type=int, default=0, metavar="ROUNDS",
                     help="only CPU per request under plain wrk, ROUNDS "

@@ -898,7 +898,10 @@ typedef struct sy_router_options {
      * "...filters[j].args.backoff"; the tries follow one another at once),
      * "!CircuitBreaker.resumeWithoutError" (refused without a fallbackUri)
      * and "!CircuitBreaker.fallbackUriVariables" (a fallbackUri with
-     * {NAME}s refused: the host goes to the path as written).
+     * {NAME}s refused: the host goes to the path as written). A list
+     * without "https:" also refuses, at commit, an instance with secure
+     * set (SY_ENOTRUN at instances[k].secure or
+     * deltas[k].instance.secure): the host has no TLS client for it.
      * Filters the host registered (sy_registry_add_filter) are run by the host
      * by definition. An entry that is none of these (a misspelled
      * "!Retry.backof") fails sy_router_new and sy_document_parse with

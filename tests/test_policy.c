@@ -2320,6 +2320,56 @@ START_TEST(route_host_runs_lists_every_host_run_item) {
 }
 END_TEST
 
+/* A secure instance (https, wss) needs the host's TLS client: a host whose
+ * list lacks "https:" refuses it at commit, located, in a whole list and
+ * in a delta, and nothing changes; a plain instance passes, and so does a
+ * secure one where the host runs https or declares nothing. */
+START_TEST(a_secure_instance_is_refused_where_the_host_has_no_tls) {
+    static const char *const plain_only[] = {"host=plain", "Retry", NULL};
+    const char *doc = "[{\"id\":\"r\",\"uri\":\"lb://svc\","
+                      "\"predicates\":[\"Path=/r\"]}]";
+    sy_instance in[2] = {
+        {.id = "a", .host = "127.0.0.1", .port = 80},
+        {.id = "b", .host = "127.0.0.1", .port = 443, .secure = true}};
+    sy_error e;
+    for (int host = 0; host < 3; host++) {
+        const char *const *runs = host == 0   ? plain_only
+                                  : host == 1 ? sy_host_profile("nginx")
+                                              : NULL;
+        sy_router *r = router_with(doc, NULL, runs);
+        int want = host == 0 ? SY_ENOTRUN : SY_OK;
+        ck_assert_int_eq(sy_router_set_instances(r, "svc", in, 2, NULL, &e),
+                         want);
+        sy_snapshot *s = sy_router_acquire(r);
+        if (host == 0) {
+            ck_assert_str_eq(e.path, "instances[1].secure");
+            ck_assert_ptr_nonnull(strstr(e.message, "instance 'b'"));
+            ck_assert_ptr_nonnull(strstr(e.message, "host 'plain'"));
+            ck_assert_ptr_nonnull(strstr(e.message, "\"https:\""));
+            ck_assert_uint_eq(sy_snapshot_service_count(s), 0);
+            /* the plain one alone passes */
+            ck_assert_int_eq(sy_router_set_instances(r, "svc", in, 1, NULL, &e),
+                             0);
+        } else {
+            ck_assert_uint_eq(sy_snapshot_service_count(s), 1);
+        }
+        sy_snapshot_release(s);
+        /* a delta adding a secure instance; a weight change passes */
+        sy_instance_delta d[2] = {{SY_INSTANCE_WEIGHT, in[0]},
+                                  {SY_INSTANCE_ADD, in[1]}};
+        d[0].instance.weight = 3;
+        ck_assert_int_eq(sy_router_update_instances(r, "svc", d, 2, NULL, &e),
+                         want);
+        if (host == 0) {
+            ck_assert_str_eq(e.path, "deltas[1].instance.secure");
+            ck_assert_int_eq(
+                sy_router_update_instances(r, "svc", d, 1, NULL, &e), 0);
+        }
+        sy_router_free(r);
+    }
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("policy");
     TCase *tc = tcase_create("policy");
@@ -2381,6 +2431,7 @@ int main(void) {
     tcase_add_test(tc, a_host_refuses_what_it_does_not_run);
     tcase_add_test(tc, fallback_variables_must_be_captured);
     tcase_add_test(tc, route_host_runs_lists_every_host_run_item);
+    tcase_add_test(tc, a_secure_instance_is_refused_where_the_host_has_no_tls);
     tcase_add_test(tc, a_host_list_with_an_unknown_entry_is_refused);
     tcase_add_test(tc, a_path_filter_on_a_forward_route_is_refused);
     tcase_add_test(tc, a_default_path_filter_with_a_forward_route_is_refused);

@@ -71,6 +71,13 @@ typedef struct {
      * location serves a route is not known at load: with this set, or
      * without a balancer, such routes are refused (sw_router_create) */
     ngx_flag_t variable_form;
+    /* a switchyard location's proxy_pass is http://UPSTREAM with nothing
+     * after it: nginx gives it no SSL context, so https and wss targets
+     * (routes, secure instances) are refused (sw_host_runs) */
+    ngx_flag_t plain_form;
+    /* what the module runs, as sy_router_options.host_runs: set at
+     * postconfiguration (sw_host_runs), in the cycle's pool */
+    const char *const *host_runs;
     /* every proxy_pass of the http block, checked once merged
      * (ngx_http_switchyard_location.c) */
     ngx_array_t proxy_passes;
@@ -510,6 +517,9 @@ ngx_int_t sw_location_check(ngx_conf_t *cf, sw_main_conf_t *mcf);
  * request, a route only the balancer runs should a location proxy to the
  * variable some other way). */
 ngx_flag_t sw_location_variable_form(sw_main_conf_t *mcf);
+/* ngx_http_switchyard_worker.c: the host_runs list of the configuration
+ * (its balancer, variable and plain forms); NULL: out of memory. */
+const char *const *sw_host_runs(ngx_conf_t *cf, sw_main_conf_t *mcf);
 /* The name of a request header the route's filters changed (plan against
  * orig) that the request's location sets itself with proxy_set_header,
  * so that nginx would not pass the route's; NULL when there is none.

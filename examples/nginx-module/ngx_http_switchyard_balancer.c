@@ -407,7 +407,9 @@ static bool sw_secure(const u_char *p, size_t len) {
 /* The attempt's connection speaks TLS when its target is https. The
  * location's proxy_pass has variables ($switchyard_uri), so nginx made it
  * an SSL context whatever its scheme (as for any proxy_pass with
- * variables): the target's scheme decides, per attempt. */
+ * variables): the target's scheme decides, per attempt. A configuration
+ * with a proxy_pass http://UPSTREAM; (no context) refuses https targets
+ * at load (sw_host_runs): the 500 below is a guard, not a path. */
 static ngx_inline ngx_int_t sw_peer_ssl(ngx_http_request_t *r,
                                         sw_req_ctx_t *ctx, bool https) {
     ngx_http_upstream_t *u = r->upstream;

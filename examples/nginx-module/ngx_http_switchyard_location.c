@@ -355,8 +355,13 @@ ngx_int_t sw_location_check(ngx_conf_t *cf, sw_main_conf_t *mcf) {
                              "route's request header filters "
                              "(AddRequestHeader, SetRequestHeader...) would "
                              "not be sent");
-        if (e == why)
+        if (e == why) {
+            /* http://UPSTREAM alone: no variable, so no SSL context */
+            if (rest.len == 0 && p[i].value.len > 7 &&
+                ngx_strncasecmp(p[i].value.data, (u_char *)"http://", 7) == 0)
+                mcf->plain_form = 1;
             continue;
+        }
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
                       "switchyard: \"proxy_pass %V\" of a \"switchyard on\" "
                       "location %*s in %V:%ui",

@@ -880,6 +880,9 @@ ngx_int_t sw_postconfiguration(ngx_conf_t *cf) {
      * that form cannot run (sw_router_create); a log_format or add_header
      * reading $switchyard_upstream does not */
     mcf->variable_form = sw_location_variable_form(mcf);
+    mcf->host_runs = sw_host_runs(cf, mcf);
+    if (mcf->host_runs == NULL)
+        return NGX_ERROR;
     if (sw_check_files(cf, mcf) != NGX_OK)
         return NGX_ERROR;
     mcf->zone = ngx_shared_memory_add(cf, &name, mcf->zone_size,

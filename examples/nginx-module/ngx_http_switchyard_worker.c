@@ -366,6 +366,41 @@ static const char *const sw_unbalanced_runs[] = {
 static const char *const sw_variable_runs[] = {
     "host=nginx with a $switchyard_upstream location", SW_VARIABLE_RUNS};
 
+/* A proxy_pass without variables to http:// has no SSL context (nginx
+ * makes one only for https:// or a proxy_pass with variables): an https
+ * or wss target would be answered 500 at every request, so the list of
+ * the other forms loses "https:" and "wss:" (the library then refuses
+ * those routes and secure instances, located) and says why in its name. */
+const char *const *sw_host_runs(ngx_conf_t *cf, sw_main_conf_t *mcf) {
+    const char *const *base = mcf->balancer != 1   ? sw_unbalanced_runs
+                              : mcf->variable_form ? sw_variable_runs
+                                                   : sy_host_profile("nginx");
+    size_t n = 0, k = 0;
+    const char **runs;
+
+    if (!mcf->plain_form)
+        return base;
+    while (base[n])
+        n++;
+    runs = ngx_palloc(cf->pool, (n + 1) * sizeof *runs);
+    if (runs == NULL)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (ngx_strcmp(base[i], "https:") == 0 ||
+            ngx_strcmp(base[i], "wss:") == 0)
+            continue;
+        if (ngx_strncmp(base[i], "host=", 5) == 0)
+            runs[k++] = mcf->variable_form
+                            ? "host=nginx with a $switchyard_upstream location "
+                              "and a proxy_pass without variables"
+                            : "host=nginx with a proxy_pass without variables";
+        else
+            runs[k++] = base[i];
+    }
+    runs[k] = NULL;
+    return runs;
+}
+
 int sw_router_create(sw_main_conf_t *mcf, sy_router **out, sy_error *err) {
     sy_router_options opts = SY_ROUTER_OPTIONS_INIT;
     sw_file_t *f = mcf->route_files.elts;
@@ -384,9 +419,7 @@ int sw_router_create(sw_main_conf_t *mcf, sy_router **out, sy_error *err) {
      * for the server, not one per worker): the routers' own is off */
     opts.outlier.disabled = true;
     /* what the module does not run is refused, located (SY_ENOTRUN) */
-    opts.host_runs = mcf->balancer != 1   ? sw_unbalanced_runs
-                     : mcf->variable_form ? sw_variable_runs
-                                          : sy_host_profile("nginx");
+    opts.host_runs = mcf->host_runs;
     /* rate-limit buckets and breakers shared by every worker (the -t
      * check in the master, before the zone exists, has its own) */
     sw_zone_ctx_t *z = mcf->zone ? mcf->zone->data : NULL;

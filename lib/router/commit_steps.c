@@ -8,6 +8,7 @@
  * publishes.
  */
 #include "def/def.h"
+#include "policy/host_runs.h"
 #include "router/commit_int.h"
 #include "router/commit_reuse.h"
 #include "router/report.h"
@@ -706,14 +707,42 @@ static int derive_with_service(commit *c, struct sy__service *svc,
     return rc;
 }
 
+/* Run or refuse: a secure instance (its requests go out as https or wss)
+ * needs the host's TLS client, which a host whose host_runs lack "https:"
+ * does not have: every request sent to it would fail. */
+static int check_secure_instances(const sy_router *r, const sy__change *ch,
+                                  sy_error *err) {
+    if (sy__host_runs(r->opts.host_runs, "https:"))
+        return SY_OK;
+    bool deltas = ch->kind == SY_CHANGE_UPDATE_INSTANCES;
+    for (size_t i = 0; i < ch->count; i++) {
+        const sy_instance *in =
+            deltas ? &ch->deltas[i].instance : &ch->instances[i];
+        if (!in->secure || (deltas && ch->deltas[i].op != SY_INSTANCE_ADD))
+            continue;
+        char path[64], who[80];
+        snprintf(path, sizeof path, "%s[%zu]%s.secure",
+                 deltas ? "deltas" : "instances", i, deltas ? ".instance" : "");
+        sy__host_name(r->opts.host_runs, who, sizeof who);
+        return sy__error_set(
+            err, SY_ENOTRUN, path,
+            "instance '%s' of service '%s' is secure (https, wss): %s does "
+            "not run TLS to an instance (its host_runs lack \"https:\")",
+            in->id ? in->id : "", ch->name, who);
+    }
+    return SY_OK;
+}
+
 static int step_instances(commit *c, const sy__change *ch, sy_report *rep,
                           sy_error *err) {
     sy_router *r = c->r;
     const char *name = ch->name;
+    int rc = check_secure_instances(r, ch, err);
+    if (rc)
+        return rc;
     const struct sy__service *old =
         sy__snapshot_service(c->work, name, strlen(name));
     struct sy__service *svc = NULL, *empty = NULL;
-    int rc;
     for (size_t i = 0;
          !old && ch->kind == SY_CHANGE_UPDATE_INSTANCES && i < ch->count; i++)
         if (ch->deltas[i].op != SY_INSTANCE_ADD) {

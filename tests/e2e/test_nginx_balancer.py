@@ -8,6 +8,7 @@ fixture as test_nginx_module.py, with every location proxying through the
 balancer (a second server on bport besides the admin's): no location uses
 $switchyard_upstream, so routes with timeouts and policies are run.
 """
+import json
 import os
 import sys
 import time
@@ -16,6 +17,22 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ports import free_port  # noqa: E402
 import test_nginx_module as base  # noqa: E402
 from test_nginx_module import check, request  # noqa: E402
+
+# the location on cport: proxy_pass without variables (no SSL context)
+PLAIN_SERVER = """
+    server {{
+        listen 127.0.0.1:{cport};
+        location / {{
+            switchyard on;
+            proxy_pass http://sy_pool;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host $switchyard_host;
+            proxy_next_upstream error timeout http_502;
+            proxy_connect_timeout 1s;
+            add_header X-Upstream-Addr $upstream_addr always;
+        }}
+    }}"""
 
 UPSTREAM = """
     upstream sy_pool {{
@@ -35,20 +52,7 @@ UPSTREAM = """
             add_header X-Switchyard-Instance $switchyard_instance always;
             add_header X-Upstream-Addr $upstream_addr always;
         }}
-    }}
-    server {{
-        listen 127.0.0.1:{cport};
-        location / {{
-            switchyard on;
-            proxy_pass http://sy_pool;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_set_header Host $switchyard_host;
-            proxy_next_upstream error timeout http_502;
-            proxy_connect_timeout 1s;
-            add_header X-Upstream-Addr $upstream_addr always;
-        }}
-    }}"""
+    }}""" + PLAIN_SERVER
 
 
 # the location on env.port in the balancer form too
@@ -302,12 +306,37 @@ def test_location_not_sending_the_filters_refused(env):
               "%r: %d %s" % (want, rc, err[-400:]))
 
 
+def without_plain_server(env, drop):
+    """The fixture's nginx.conf with (drop False) or without (drop True)
+    the cport server (proxy_pass without variables), reloaded."""
+    path = os.path.join(env.dir, "nginx.conf")
+    plain = PLAIN_SERVER.format(cport=env.cport)
+    with open(path) as f:
+        conf = f.read()
+    if drop:
+        check(plain in conf, "the fixture has no plain server")
+        conf = conf.replace(plain, "")
+    else:
+        at = conf.index(UPSTREAM.format(bport=env.bport, cport=env.cport)
+                        .replace(plain, ""))
+        conf = conf.replace(conf[at:], conf[at:].replace(
+            UPSTREAM.format(bport=env.bport, cport=env.cport)
+            .replace(plain, ""),
+            UPSTREAM.format(bport=env.bport, cport=env.cport), 1), 1)
+    with open(path, "w") as f:
+        f.write(conf)
+    reload_and_wait(env)
+
+
 def test_https_targets_through_an_http_proxy_pass(env):
     """proxy_pass http://UPSTREAM$switchyard_uri has variables, so nginx
     gives it an SSL context: an https route is proxied over TLS, and an
     lb:// service mixing a secure instance with a plain one that refuses
-    connections retries across the schemes (no client error)."""
+    connections retries across the schemes (no client error). (Run
+    without the fixture's location whose proxy_pass has no variables,
+    where both are refused: test_proxy_pass_without_variables.)"""
     srv, tport = tls_backend(env)
+    without_plain_server(env, True)
     try:
         r = env.put("routes/live/tls", {
             "id": "tls", "uri": "https://127.0.0.1:%d" % tport,
@@ -339,6 +368,10 @@ def test_https_targets_through_an_http_proxy_pass(env):
     finally:
         srv.shutdown()
         srv.server_close()
+        for rid in ("tls", "mixs"):
+            request(env.port, "DELETE", "/switchyard/routes/live/" + rid)
+        env.put("instances/mixs", [])
+        without_plain_server(env, False)
 
 
 def test_every_response_filter_applied(env):
@@ -442,8 +475,9 @@ def test_proxy_pass_without_variables(env):
     and query in the request line (StripPrefix, SetPath, escapes, an empty
     query, lb:// services), the same headers and body, on a retry too
     (proxy_next_upstream http_502 on another instance), through nginx's
-    keepalive pool; an https target has no SSL context there: 500, the
-    cause logged."""
+    keepalive pool; nginx gives it no SSL context, so an https or wss
+    route and a secure instance are refused, located, by the admin
+    location and by nginx -t (not answered 500 at every request)."""
     r = env.put("routes/live/bare2", {
         "id": "bare2", "uri": "lb://bare2", "predicates": ["Path=/bare2/**"],
         "filters": ["StripPrefix=1"]})
@@ -496,16 +530,42 @@ def test_proxy_pass_without_variables(env):
         peers.add(r.json()["peer"])
     check(len(peers) <= 4, "%d upstream connections for 30 requests"
           % len(peers))
-    r = env.put("routes/live/baretls", {
-        "id": "baretls", "uri": "https://127.0.0.1:%d" % env.pa,
-        "predicates": ["Path=/baretls/**"]})
-    check(r.status == 200, "PUT route: %d %r" % (r.status, r.body))
-    env.converged()
-    r = request(env.cport, "GET", "/baretls/x")
-    check(r.status == 500, "https target without SSL context: %d" % r.status)
-    check('route "baretls" goes to https://127.0.0.1:%d, but the location '
-          'has no SSL context' % env.pa in env.error_log(),
-          "cause not logged: %s" % env.error_log()[-600:])
+    # no SSL context there: what needs TLS is refused, located, and
+    # what was live stays
+    for scheme in ("https", "wss"):
+        r = env.put("routes/live/baretls", {
+            "id": "baretls", "uri": "%s://127.0.0.1:%d" % (scheme, env.pa),
+            "predicates": ["Path=/baretls/**"]})
+        err = r.json().get("error", {}) if r.status == 400 else {}
+        check(err.get("path") == "route.uri" and
+              "%s: uri: host 'nginx with a proxy_pass without variables' "
+              "does not run this scheme" % scheme in err.get("message", ""),
+              "%s route: %d %r" % (scheme, r.status, r.body))
+    r = env.put("instances/bare2", [
+        {"id": "ba", "host": "127.0.0.1", "port": env.pa},
+        {"id": "bs", "host": "127.0.0.1", "port": env.pb, "secure": True}])
+    err = r.json().get("error", {}) if r.status == 400 else {}
+    check(err.get("path", "").endswith("instances[1].secure") and
+          "instance 'bs' of service 'bare2' is secure" in
+          err.get("message", ""),
+          "secure instance: %d %r" % (r.status, r.body))
+    inst = sorted(i["id"] for x in env.status()["services"]
+                  if x["name"] == "bare2" for i in x["instances"])
+    check(inst == ["ba", "bb"], "the list before changed: %r" % inst)
+    r = request(env.cport, "GET", "/bare2/r")
+    check(r.status == 200, "bare2 after the refusals: %d" % r.status)
+    # and nginx -t refuses a routes file with an https route, located
+    with open(os.path.join(env.dir, "tls.json"), "w") as f:
+        json.dump([{"id": "t", "uri": "https://127.0.0.1:%d" % env.pa,
+                    "predicates": ["Path=/t/**"]}], f)
+    with open(os.path.join(env.dir, "nginx.conf")) as f:
+        conf = f.read().replace(
+            "live.json;", "live.json; switchyard_routes %s/tls.json;"
+            % env.dir)
+    rc, err = env.test_conf(conf)
+    check(rc != 0 and "tls.json: [0].uri: " in err and
+          "a proxy_pass without variables" in err,
+          "nginx -t: %d %s" % (rc, err[-600:]))
 
 
 def test_balancer_configuration_errors(env):

@@ -332,11 +332,14 @@ def test_https_targets_through_an_http_proxy_pass(env):
     """proxy_pass http://UPSTREAM$switchyard_uri has variables, so nginx
     gives it an SSL context: an https route is proxied over TLS, and an
     lb:// service mixing a secure instance with a plain one that refuses
-    connections retries across the schemes (no client error). (Run
+    connections retries across the schemes (no client error). Run
     without the fixture's location whose proxy_pass has no variables,
-    where both are refused: test_proxy_pass_without_variables.)"""
+    where both are refused (test_proxy_pass_without_variables); a reload
+    that brings it back leaves the stored https route not applied,
+    logged (404, not 500 at every request)."""
     srv, tport = tls_backend(env)
     without_plain_server(env, True)
+    plain = False
     try:
         r = env.put("routes/live/tls", {
             "id": "tls", "uri": "https://127.0.0.1:%d" % tport,
@@ -365,13 +368,26 @@ def test_https_targets_through_an_http_proxy_pass(env):
               % [r.header("X-Upstream-Addr") for r in got])
         check("exited on signal" not in env.error_log(),
               "a worker crashed: %s" % env.error_log()[-1500:])
+        # a reload that adds the location without variables: the stored
+        # https route is not applied (logged, 404), not answered 500
+        without_plain_server(env, False)
+        plain = True
+        log = env.error_log()
+        check('stored route "tls"' in log and "not applied" in log and
+              "a proxy_pass without variables" in log,
+              "refusal not logged: %s" % log[-1200:])
+        check("instance 'mixs-tls' of service 'mixs' is secure" in log,
+              "stored secure instance not refused: %s" % log[-1200:])
+        r = request(env.bport, "GET", "/tls/x")
+        check(r.status == 404, "https route after the reload: %d" % r.status)
     finally:
         srv.shutdown()
         srv.server_close()
         for rid in ("tls", "mixs"):
             request(env.port, "DELETE", "/switchyard/routes/live/" + rid)
         env.put("instances/mixs", [])
-        without_plain_server(env, False)
+        if not plain:
+            without_plain_server(env, False)
 
 
 def test_every_response_filter_applied(env):

@@ -59,7 +59,7 @@ static int check_item(void *data, const char *item, int where, size_t i) {
     host_check *c = data;
     if (sy__host_runs(c->runs, item))
         return 0;
-    char p[300], who[80];
+    char p[300], who[128];
     sy__host_name(c->runs, who, sizeof who);
     if (where == 0) {
         snprintf(p, sizeof p, "%s[%zu]", c->filters_path, i);
@@ -97,7 +97,7 @@ static int check_parts(const host_check *c) {
                               : NULL;
         const struct sy_retry_policy *rp = pol && id == SY_F_RETRY ? pol : NULL;
         const sy__brk_cfg *bc = pol && id == SY_F_CIRCUIT_BREAKER ? pol : NULL;
-        char p[300], who[80];
+        char p[300], who[128];
         if (rp && backoff && rp->backoff) {
             if (r->more->filters[i].shortcut)
                 snprintf(p, sizeof p, "%s[%zu]", c->filters_path, i);
@@ -159,7 +159,7 @@ static int check_forward_path(const host_check *c) {
     int i = sy__route_path_filter(r);
     if (i < 0)
         return 0;
-    char p[300], who[80];
+    char p[300], who[128];
     snprintf(p, sizeof p, "%s[%d]", c->filters_path, i);
     sy__host_name(c->runs, who, sizeof who);
     return sy__error_set(c->err, SY_ENOTRUN, p,

@@ -720,7 +720,7 @@ static int check_secure_instances(const sy_router *r, const sy__change *ch,
             deltas ? &ch->deltas[i].instance : &ch->instances[i];
         if (!in->secure || (deltas && ch->deltas[i].op != SY_INSTANCE_ADD))
             continue;
-        char path[64], who[80];
+        char path[64], who[128];
         snprintf(path, sizeof path, "%s[%zu]%s.secure",
                  deltas ? "deltas" : "instances", i, deltas ? ".instance" : "");
         sy__host_name(r->opts.host_runs, who, sizeof who);

@@ -493,7 +493,7 @@ int sy__router_check_policies(sy_router *r, const struct sy_route *rt,
      * uri's, ForwardPathFilter); the host forwards to the uri's path as
      * written: accepted, its effect would be dropped */
     if (r->dflt_path >= 0 && rt->up_scheme == SY_SCHEME_FORWARD) {
-        char who[80];
+        char who[128];
         route_path(at, sizeof at, list, index);
         snprintf(p, sizeof p, "defaultFilters[%d]", r->dflt_path);
         sy__host_name(r->opts.host_runs, who, sizeof who);

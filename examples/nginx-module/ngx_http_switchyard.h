@@ -75,6 +75,10 @@ typedef struct {
      * after it: nginx gives it no SSL context, so https and wss targets
      * (routes, secure instances) are refused (sw_host_runs) */
     ngx_flag_t plain_form;
+    /* a switchyard location does not pass a WebSocket upgrade (nginx
+     * sends Upgrade "" and HTTP/1.0 unless the location says otherwise):
+     * ws and wss targets are refused (sw_host_runs) */
+    ngx_flag_t upgrade_lost;
     /* what the module runs, as sy_router_options.host_runs: set at
      * postconfiguration (sw_host_runs), in the cycle's pool */
     const char *const *host_runs;

@@ -275,6 +275,41 @@ static ngx_flag_t sw_host_lost(const sw_proxy_pass_t *p,
     return !found;
 }
 
+/* nginx sends a client's WebSocket handshake upstream as one only when
+ * the location says so: proxy_http_version 1.1 (nginx's default is 1.0),
+ * an Upgrade line with a value (nginx's default sends Upgrade ""), and a
+ * Connection line that can say "upgrade" (a variable, or the word; nginx's
+ * default is "close", and keepalive wants ""). True when it does not. */
+static ngx_flag_t sw_upgrade_lost(const sw_proxy_pass_t *p,
+                                  const ngx_command_t *psh,
+                                  const ngx_command_t *phv) {
+    ngx_array_t *a = *(ngx_array_t **)((u_char *)p->proxy_conf + psh->offset);
+    ngx_keyval_t *kv;
+    ngx_flag_t upgrade = 0, connection = 0;
+
+    if (*(ngx_uint_t *)((u_char *)p->proxy_conf + phv->offset) !=
+        NGX_HTTP_VERSION_11)
+        return 1;
+    if (a == NULL || a == NGX_CONF_UNSET_PTR)
+        return 1;
+    kv = a->elts;
+    for (ngx_uint_t i = 0; i < a->nelts; i++) {
+        if (kv[i].key.len == 7 &&
+            ngx_strncasecmp(kv[i].key.data, (u_char *)"upgrade", 7) == 0)
+            upgrade = kv[i].value.len != 0;
+        else if (kv[i].key.len == 10 &&
+                 ngx_strncasecmp(kv[i].key.data, (u_char *)"connection", 10) ==
+                     0)
+            connection =
+                ngx_strlchr(kv[i].value.data,
+                            kv[i].value.data + kv[i].value.len, '$') != NULL ||
+                ngx_strlcasestrn(kv[i].value.data,
+                                 kv[i].value.data + kv[i].value.len,
+                                 (u_char *)"upgrade", 7 - 1) != NULL;
+    }
+    return !(upgrade && connection);
+}
+
 ngx_flag_t sw_location_variable_form(sw_main_conf_t *mcf) {
     sw_proxy_pass_t *p = mcf->proxy_passes.elts;
 
@@ -287,15 +322,17 @@ ngx_flag_t sw_location_variable_form(sw_main_conf_t *mcf) {
 ngx_int_t sw_location_check(ngx_conf_t *cf, sw_main_conf_t *mcf) {
     ngx_command_t *psh = sw_proxy_command("proxy_set_header");
     ngx_command_t *prh = sw_proxy_command("proxy_pass_request_headers");
+    ngx_command_t *phv = sw_proxy_command("proxy_http_version");
     sw_proxy_pass_t *p = mcf->proxy_passes.elts;
     u_char why[512], *e;
     ngx_str_t host, rest;
 
-    if (psh == NULL || prh == NULL) { /* not this nginx's proxy module */
+    if (psh == NULL || prh == NULL || phv == NULL) {
+        /* not this nginx's proxy module */
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                      "switchyard: the proxy module has no proxy_set_header "
-                      "or proxy_pass_request_headers: the module cannot check "
-                      "what its locations send");
+                      "switchyard: the proxy module has no proxy_set_header, "
+                      "proxy_pass_request_headers or proxy_http_version: the "
+                      "module cannot check what its locations send");
         return NGX_ERROR;
     }
     sw_psh_offset = psh->offset;
@@ -360,6 +397,9 @@ ngx_int_t sw_location_check(ngx_conf_t *cf, sw_main_conf_t *mcf) {
             if (rest.len == 0 && p[i].value.len > 7 &&
                 ngx_strncasecmp(p[i].value.data, (u_char *)"http://", 7) == 0)
                 mcf->plain_form = 1;
+            /* a WebSocket handshake would go up as a plain request */
+            if (sw_upgrade_lost(&p[i], psh, phv))
+                mcf->upgrade_lost = 1;
             continue;
         }
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0,

@@ -366,36 +366,61 @@ static const char *const sw_unbalanced_runs[] = {
 static const char *const sw_variable_runs[] = {
     "host=nginx with a $switchyard_upstream location", SW_VARIABLE_RUNS};
 
+/* A reason added to the host's name: "host=nginx" takes " with", a
+ * longer name " and". */
+static u_char *sw_host_why(u_char *name, u_char *p, const char *why,
+                           size_t len) {
+    p = p == name + 10 ? ngx_cpymem(p, " with", 5) : ngx_cpymem(p, " and", 4);
+    return ngx_cpymem(p, why, len);
+}
+
 /* A proxy_pass without variables to http:// has no SSL context (nginx
  * makes one only for https:// or a proxy_pass with variables): an https
  * or wss target would be answered 500 at every request, so the list of
  * the other forms loses "https:" and "wss:" (the library then refuses
- * those routes and secure instances, located) and says why in its name. */
+ * those routes and secure instances, located) and says why in its name.
+ * A location that does not pass WebSocket upgrades would send a ws or
+ * wss route's handshakes up as plain requests: the list loses "ws:" and
+ * "wss:" likewise. */
 const char *const *sw_host_runs(ngx_conf_t *cf, sw_main_conf_t *mcf) {
     const char *const *base = mcf->balancer != 1   ? sw_unbalanced_runs
                               : mcf->variable_form ? sw_variable_runs
                                                    : sy_host_profile("nginx");
+    static const char plain[] = " a proxy_pass without variables",
+                      ws_lost[] = " a location without WebSocket upgrades";
     size_t n = 0, k = 0;
     const char **runs;
+    u_char *name, *p;
 
-    if (!mcf->plain_form)
+    if (!mcf->plain_form && !mcf->upgrade_lost)
         return base;
     while (base[n])
         n++;
     runs = ngx_palloc(cf->pool, (n + 1) * sizeof *runs);
-    if (runs == NULL)
+    name = ngx_pnalloc(cf->pool, 256);
+    if (runs == NULL || name == NULL)
         return NULL;
-    for (size_t i = 0; i < n; i++) {
-        if (ngx_strcmp(base[i], "https:") == 0 ||
-            ngx_strcmp(base[i], "wss:") == 0)
-            continue;
+    /* the base's name, and why: "host=nginx with a proxy_pass without
+     * variables", "host=nginx with a $switchyard_upstream location and a
+     * location without WebSocket upgrades"... (at most 119 bytes: the
+     * library's messages hold 128 for "host '...'") */
+    p = ngx_cpymem(name, "host=nginx", 10);
+    for (size_t i = 0; i < n; i++)
         if (ngx_strncmp(base[i], "host=", 5) == 0)
-            runs[k++] = mcf->variable_form
-                            ? "host=nginx with a $switchyard_upstream location "
-                              "and a proxy_pass without variables"
-                            : "host=nginx with a proxy_pass without variables";
-        else
-            runs[k++] = base[i];
+            p = ngx_cpymem(name, base[i], ngx_strlen(base[i]));
+    if (mcf->plain_form)
+        p = sw_host_why(name, p, plain, sizeof plain - 1);
+    if (mcf->upgrade_lost)
+        p = sw_host_why(name, p, ws_lost, sizeof ws_lost - 1);
+    *p = '\0';
+    for (size_t i = 0; i < n; i++) {
+        if ((mcf->plain_form && (ngx_strcmp(base[i], "https:") == 0 ||
+                                 ngx_strcmp(base[i], "wss:") == 0)) ||
+            (mcf->upgrade_lost && (ngx_strcmp(base[i], "ws:") == 0 ||
+                                   ngx_strcmp(base[i], "wss:") == 0)))
+            continue;
+        runs[k++] =
+            ngx_strncmp(base[i], "host=", 5) == 0 ? (char *)name : base[i];
     }
     runs[k] = NULL;
     return runs;

@@ -554,8 +554,9 @@ def test_proxy_pass_without_variables(env):
             "predicates": ["Path=/baretls/**"]})
         err = r.json().get("error", {}) if r.status == 400 else {}
         check(err.get("path") == "route.uri" and
-              "%s: uri: host 'nginx with a proxy_pass without variables' "
-              "does not run this scheme" % scheme in err.get("message", ""),
+              "%s: uri: host 'nginx with a proxy_pass without variables"
+              % scheme in err.get("message", "") and
+              "does not run this scheme" in err.get("message", ""),
               "%s route: %d %r" % (scheme, r.status, r.body))
     r = env.put("instances/bare2", [
         {"id": "ba", "host": "127.0.0.1", "port": env.pa},
@@ -609,6 +610,144 @@ def test_balancer_configuration_errors(env):
               "%r: %r" % (want, err[-300:]))
 
 
+def ws_backend():
+    """A WebSocket backend in this process: a handshake that reached it
+    with `Upgrade: websocket` and `Connection: upgrade` is answered 101,
+    then what the client sends next is echoed; any other request is
+    answered 400 "no upgrade". (socket, port)."""
+    import socket
+    import threading
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(16)
+
+    def serve(c):
+        with c:
+            c.settimeout(5)
+            head = b""
+            while b"\r\n\r\n" not in head:
+                got = c.recv(4096)
+                if not got:
+                    return
+                head += got
+            lines = head.decode("latin-1").lower().split("\r\n")
+            up = "upgrade: websocket" in lines
+            conn = any(ln.startswith("connection:") and "upgrade" in ln
+                       for ln in lines)
+            if not (up and conn):
+                c.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: "
+                          b"10\r\nConnection: close\r\n\r\nno upgrade")
+                return
+            c.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: "
+                      b"websocket\r\nConnection: Upgrade\r\n\r\n")
+            data = c.recv(4096)
+            if data:
+                c.sendall(data)
+
+    def accept():
+        while True:
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                return
+            threading.Thread(target=serve, args=(c,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    return srv, srv.getsockname()[1]
+
+
+def ws_handshake(port, path):
+    """A WebSocket handshake through nginx on `port`, then b"ping": (the
+    status line, what came back after the answer's head)."""
+    import socket
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(("GET %s HTTP/1.1\r\nHost: ws.example\r\nUpgrade: "
+                   "websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: "
+                   "dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13"
+                   "\r\n\r\n" % path).encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            got = s.recv(4096)
+            if not got:
+                break
+            head += got
+        status, _, rest = head.partition(b"\r\n")
+        rest = rest.partition(b"\r\n\r\n")[2]
+        if status.startswith(b"HTTP/1.1 101"):
+            s.sendall(b"ping")
+            while len(rest) < 4:
+                got = s.recv(4096)
+                if not got:
+                    break
+                rest += got
+        return status.decode("latin-1"), rest
+
+
+# every proxying location of the fixture, made to pass WebSocket upgrades
+WS_MAP = ("map $http_upgrade $sy_conn_upgrade "
+          "{ default upgrade; \"\" \"\"; }\n    ")
+WS_LINES = ("proxy_set_header Upgrade $http_upgrade;\n"
+            "            proxy_set_header Connection $sy_conn_upgrade;")
+
+
+def test_websocket_routes_need_upgrading_locations(env):
+    """nginx sends no Upgrade header upstream unless the location says so
+    (proxy_http_version 1.1, proxy_set_header Upgrade and Connection): in
+    the fixture, whose locations keep Connection "" for keepalive, a ws://
+    route is refused, located, by the admin location and by nginx -t (it
+    was accepted, and its handshakes went upstream as plain GETs: the
+    backend's 400); once every switchyard location passes upgrades, the
+    same route is accepted and its handshake answered 101, the frames
+    relayed both ways."""
+    srv, wport = ws_backend()
+    path = os.path.join(env.dir, "nginx.conf")
+    with open(path) as f:
+        conf = f.read()
+    route = {"id": "wsr", "uri": "ws://127.0.0.1:%d" % wport,
+             "predicates": ["Path=/wsr/**"]}
+    try:
+        for uri in ("ws://127.0.0.1:%d" % wport, "lb:ws://wsr"):
+            r = env.put("routes/live/wsr", dict(route, uri=uri))
+            err = r.json().get("error", {}) if r.status == 400 else {}
+            shake = ws_handshake(env.bport, "/wsr/x") if r.status == 200 \
+                else None
+            check(err.get("path") == "route.uri" and
+                  "ws: uri: host 'nginx" in err.get("message", "") and
+                  "without WebSocket upgrades" in err.get("message", ""),
+                  "%s route: %d %r (a handshake: %r)"
+                  % (uri, r.status, r.body, shake))
+        with open(os.path.join(env.dir, "ws.json"), "w") as f:
+            json.dump([route], f)
+        rc, err = env.test_conf(conf.replace(
+            "live.json;", "live.json; switchyard_routes %s/ws.json;"
+            % env.dir))
+        check(rc != 0 and "ws.json: [0].uri: " in err and
+              "without WebSocket upgrades" in err,
+              "nginx -t: %d %s" % (rc, err[-600:]))
+        # every switchyard location passes upgrades: run
+        with open(path, "w") as f:
+            f.write(conf.replace("switchyard_routes", WS_MAP +
+                                 "switchyard_routes", 1)
+                    .replace('proxy_set_header Connection "";', WS_LINES))
+        reload_and_wait(env)
+        r = env.put("routes/live/wsr", route)
+        check(r.status == 200, "PUT ws route: %d %r" % (r.status, r.body))
+        env.converged()
+        for port in (env.bport, env.cport):
+            status, echoed = ws_handshake(port, "/wsr/x")
+            check(status.startswith("HTTP/1.1 101") and echoed == b"ping",
+                  "handshake on %d: %r %r" % (port, status, echoed))
+        r = env.get("/a/x")
+        check(r.status == 200, "a plain route: %d" % r.status)
+    finally:
+        srv.close()
+        request(env.port, "DELETE", "/switchyard/routes/live/wsr")
+        with open(path, "w") as f:
+            f.write(conf)
+        reload_and_wait(env)
+
+
 TESTS = [
     test_keepalive_reuses_upstream_connections,
     test_retry_on_another_instance_one_ejection,
@@ -621,6 +760,7 @@ TESTS = [
     test_every_response_filter_applied,
     test_balancer_configuration_errors,
     test_proxy_pass_without_variables,
+    test_websocket_routes_need_upgrading_locations,
     test_ejection_ends_and_recovery_logged,  # reloads: last
 ]
 

@@ -85,6 +85,9 @@ typedef struct {
     /* every proxy_pass of the http block, checked once merged
      * (ngx_http_switchyard_location.c) */
     ngx_array_t proxy_passes;
+    /* every rewrite of a location or its `if` that does not redirect:
+     * refused in a switchyard location once merged */
+    ngx_array_t rewrites;
     uint64_t instances_hash; /* of every instances file, in order */
     ngx_str_t state_path;    /* switchyard_state, or empty */
     /* router options */

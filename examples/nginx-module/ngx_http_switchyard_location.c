@@ -18,7 +18,9 @@
  * add_header and expires lines are recorded into this module's conf of
  * their level as they are parsed, and inherited as nginx inherits them.
  * A routed request whose location does not proxy at all (a return, static
- * files) is refused too (sw_location_refuses).
+ * files) is refused too (sw_location_refuses). A `rewrite` of a switchyard
+ * location runs after the module routed the request (its URI changes, the
+ * route's path and target do not): recorded as parsed, refused at load.
  * docs/nginx.md, "What a switchyard location must send".
  */
 #include "ngx_http_switchyard.h"
@@ -27,6 +29,7 @@
 
 extern ngx_module_t ngx_http_proxy_module;
 extern ngx_module_t ngx_http_headers_filter_module;
+extern ngx_module_t ngx_http_rewrite_module;
 
 /* One proxy_pass of the http block being parsed (the cycle's pool). */
 typedef struct {
@@ -37,8 +40,17 @@ typedef struct {
     sw_loc_conf_t *lcf; /* this module's conf of its location */
 } sw_proxy_pass_t;
 
+/* One rewrite of a location or of its `if` that does not redirect. */
+typedef struct {
+    ngx_str_t regex, replacement, flag;
+    ngx_str_t file;
+    ngx_uint_t line;
+    sw_loc_conf_t *lcf; /* this module's conf of its level */
+} sw_rewrite_t;
+
 typedef char *(*sw_set_pt)(ngx_conf_t *, ngx_command_t *, void *);
-static sw_set_pt sw_proxy_pass_set, sw_add_header_set, sw_expires_set;
+static sw_set_pt sw_proxy_pass_set, sw_add_header_set, sw_expires_set,
+    sw_rewrite_set;
 /* the proxy module's content handler, as proxy_pass sets it (one
  * function: the same in every configuration) */
 static ngx_http_handler_pt sw_proxy_handler;
@@ -147,6 +159,48 @@ static char *sw_expires_seen(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
     return rv;
 }
 
+/* rewrite REGEX REPLACEMENT [FLAG] of a location or its `if` (the
+ * server's run before the routes are matched), unless it redirects (an
+ * absolute URL, redirect, permanent): recorded for sw_location_check */
+static char *sw_rewrite_seen(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
+    sw_main_conf_t *mcf =
+        ngx_http_conf_get_module_main_conf(cf, ngx_http_switchyard_module);
+    ngx_str_t *value = cf->args->elts;
+    char *rv = sw_rewrite_set(cf, cmd, conf);
+    sw_rewrite_t *w;
+
+    if (rv != NGX_CONF_OK ||
+        !(cf->cmd_type & (NGX_HTTP_LOC_CONF | NGX_HTTP_LIF_CONF)))
+        return rv;
+    if ((value[2].len > 7 &&
+         ngx_strncmp(value[2].data, (u_char *)"http://", 7) == 0) ||
+        (value[2].len > 8 &&
+         ngx_strncmp(value[2].data, (u_char *)"https://", 8) == 0) ||
+        (value[2].len >= 7 &&
+         ngx_strncmp(value[2].data, (u_char *)"$scheme", 7) == 0) ||
+        (cf->args->nelts == 4 && (sw_str_is(&value[3], "redirect") ||
+                                  sw_str_is(&value[3], "permanent"))))
+        return rv;
+    if (mcf->rewrites.elts == NULL &&
+        ngx_array_init(&mcf->rewrites, cf->pool, 2, sizeof *w) != NGX_OK)
+        return NGX_CONF_ERROR;
+    w = ngx_array_push(&mcf->rewrites);
+    if (w == NULL)
+        return NGX_CONF_ERROR;
+    w->regex = value[1];
+    w->replacement = value[2];
+    w->flag.len = 0;
+    if (cf->args->nelts == 4)
+        w->flag = value[3];
+    w->file.len = cf->conf_file->file.name.len;
+    w->file.data = ngx_pstrdup(cf->pool, &cf->conf_file->file.name);
+    if (w->file.data == NULL)
+        return NGX_CONF_ERROR;
+    w->line = cf->conf_file->line;
+    w->lcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_switchyard_module);
+    return rv;
+}
+
 /* The directives read while an http block is parsed. */
 static struct {
     ngx_module_t *module;
@@ -160,6 +214,7 @@ static struct {
      &sw_add_header_set},
     {&ngx_http_headers_filter_module, "expires", sw_expires_seen,
      &sw_expires_set},
+    {&ngx_http_rewrite_module, "rewrite", sw_rewrite_seen, &sw_rewrite_set},
 };
 
 void sw_location_unwrap(void *data) {
@@ -336,6 +391,25 @@ ngx_int_t sw_location_check(ngx_conf_t *cf, sw_main_conf_t *mcf) {
         return NGX_ERROR;
     }
     sw_psh_offset = psh->offset;
+    /* the module routes in the rewrite phase before the location's own
+     * rewrites run: one would change nginx's URI, not the route's path
+     * nor its target (break), or move the routed request to a location
+     * that keeps its route (last) */
+    for (ngx_uint_t i = 0; i < mcf->rewrites.nelts; i++) {
+        sw_rewrite_t *w = (sw_rewrite_t *)mcf->rewrites.elts + i;
+        if (w->lcf->enable != 1)
+            continue;
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "switchyard: \"rewrite %V %V%s%V\" of a \"switchyard "
+                      "on\" location runs after the module matched the "
+                      "request's route and computed its path and target, so "
+                      "it would be ignored; rewrite at the server level (it "
+                      "runs before the routes are matched), or use the "
+                      "route's filters (RewritePath, SetPath...) in %V:%ui",
+                      &w->regex, &w->replacement, w->flag.len ? " " : "",
+                      &w->flag, &w->file, w->line);
+        return NGX_ERROR;
+    }
     for (ngx_uint_t i = 0; i < mcf->proxy_passes.nelts; i++) {
         if (p[i].lcf == NULL)
             continue;

@@ -377,6 +377,60 @@ def test_worker_that_cannot_load_answers_503(env):
     check(" exited on signal 11" not in env.error_log(), "a worker crashed")
 
 
+def test_rewrite_in_a_switchyard_location_refused_by_test(env):
+    """The module routes a request in the rewrite phase before the
+    location's own rewrite directives run: a `rewrite` there (break, last
+    or no flag, at the location's level or in its `if`) changed nginx's
+    URI after the route was matched and its path computed, and was
+    ignored (`rewrite ^/a/(.*)$ /b/$1 break;` still sent /a/x to route a
+    as /x). nginx -t refuses it, naming the rewrite and its file:line; a
+    rewrite that redirects (redirect, permanent, an absolute URL), one at
+    the server level (it runs before the routes are matched: the
+    rewritten URI is routed) and one in a location without switchyard
+    pass."""
+    conf = env.conf()
+    at = "switchyard on;\n            " + PROXY
+    rw = "rewrite ^/a/(.*)$ /b/$1"
+    for flag in (" break", " last", ""):
+        bad = last(conf, at, at + "\n            %s%s;" % (rw, flag))
+        rc, err = env.test_conf(bad)
+        check(rc != 0 and 'rewrite' in err and 'switchyard on' in err and
+              "test.conf:%d" % (line_of(bad, at) + 2) in err,
+              "rewrite%s: %d %s" % (flag, rc, err[-400:]))
+    bad = last(conf, at, at + "\n            if ($http_x_rw) { %s break; }"
+               % rw)
+    rc, err = env.test_conf(bad)
+    check(rc != 0 and "test.conf:%d" % (line_of(bad, at) + 2) in err,
+          "rewrite in an if: %d %s" % (rc, err[-400:]))
+    server = last(conf, "location / {", rw + " break;\n        location / {")
+    for good in (
+            last(conf, at, at + "\n            %s redirect;" % rw),
+            last(conf, at, at + "\n            %s permanent;" % rw),
+            last(conf, at, at + "\n            rewrite ^/old$ "
+                 "https://example.com/new;"),
+            server,
+            conf.replace("location /switchyard/ {",
+                         "location /plain/ { rewrite ^ /x break; "
+                         "return 204; }\n        location /switchyard/ {")):
+        rc, err = env.test_conf(good)
+        check(rc == 0, "refused: %s" % err[-400:])
+    # the server level's rewrite is routed
+    path = os.path.join(env.dir, "nginx.conf")
+    with open(path, "w") as f:
+        f.write(server)
+    try:
+        base.reload_and_wait(env)
+        r = request(env.port, "GET", "/a/thing")
+        check(r.status == 200 and r.header("X-Switchyard-Route") == "b" and
+              r.json()["path"] == "/set/thing",
+              "server-level rewrite: %d %r %r"
+              % (r.status, r.header("X-Switchyard-Route"), r.body[:200]))
+    finally:
+        with open(path, "w") as f:
+            f.write(conf)
+        base.reload_and_wait(env)
+
+
 TESTS = [
     test_location_without_host_refused_by_test,
     test_host_filters_served,
@@ -384,6 +438,7 @@ TESTS = [
     test_header_the_location_sets_refused_per_request,
     test_header_the_location_adds_refused,
     test_location_that_does_not_proxy_refused,
+    test_rewrite_in_a_switchyard_location_refused_by_test,
     test_worker_that_cannot_load_answers_503,
 ]
 

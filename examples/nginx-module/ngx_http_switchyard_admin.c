@@ -483,6 +483,53 @@ static int sw_check_route_id(sw_admin_ctx_t *a, const u_char *body, size_t len,
     return rc;
 }
 
+/* An instances document PUT to instances/<service> must list that service
+ * alone: its other services would be dropped (only the URL's is staged). */
+static int sw_check_instances_only(sw_admin_ctx_t *a, const u_char *body,
+                                   size_t len, sy_error *err) {
+    const u_char *p = body, *end = body + len;
+    cJSON *root, *services;
+    const cJSON *s;
+    int rc = 0;
+
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+        p++;
+    if (p == end || *p != '{') /* an array of instances */
+        return 0;
+    root = cJSON_ParseWithLength((const char *)body, len);
+    services = cJSON_GetObjectItemCaseSensitive(root, "services");
+    if (!cJSON_IsObject(services)) /* the bare map */
+        services = NULL;
+    for (s = root ? (services ? services : root)->child : NULL; s && rc == 0;
+         s = s->next) {
+        if (s->string == NULL ||
+            (ngx_strlen(s->string) == a->name.len &&
+             ngx_strncmp(s->string, a->name.data, a->name.len) == 0))
+            continue;
+        ngx_memzero(err, sizeof *err);
+        err->code = rc = SY_EARG;
+        ngx_snprintf((u_char *)err->path, sizeof err->path - 1, "%s%s%Z",
+                     services ? "services." : "", s->string);
+        ngx_snprintf((u_char *)err->message, sizeof err->message - 1,
+                     "the document lists the service '%s' besides '%V': "
+                     "instances/%V changes that service alone; PUT "
+                     "instances/%s for it%Z",
+                     s->string, &a->name, &a->name, s->string);
+    }
+    cJSON_Delete(root); /* other shape errors are the library's to report */
+    return rc;
+}
+
+/* What the library does not check of an admin body: a one-route body's
+ * id, an instances document's other services. */
+static int sw_check_body(sw_admin_ctx_t *a, const u_char *body, size_t len,
+                         sy_error *err) {
+    return a->kind == SW_DOC_ROUTE ? sw_check_route_id(a, body, len, err)
+           : a->kind == SW_DOC_INSTANCES
+               ? sw_check_instances_only(a, body, len, err)
+               : 0;
+}
+
 /* What a change carries from one phase of sw_change to the next. */
 typedef struct {
     size_t len; /* of the body */
@@ -523,8 +570,8 @@ static sw_shm_doc_t *sw_change_commit_locked(ngx_http_request_t *r,
                     sizeof c->err.message);
     }
     c->c_store = sw_cpu_us() - c->c0;
-    if (c->rc == 0 && a->kind == SW_DOC_ROUTE)
-        c->rc = sw_check_route_id(a, doc->data, c->len, &c->err);
+    if (c->rc == 0)
+        c->rc = sw_check_body(a, doc->data, c->len, &c->err);
     if (c->rc == 0) {
         c->rc = sw_worker_apply(a->kind, c->name, c->source, (char *)doc->data,
                                 c->len, &c->err);
@@ -594,8 +641,7 @@ static ngx_int_t sw_change_unstored(ngx_http_request_t *r, sw_admin_ctx_t *a,
 
     if (body == NULL || sw_body_copy(r, body) != NGX_OK)
         return sw_500(r, "cannot read the request body");
-    if (a->kind == SW_DOC_ROUTE)
-        c->rc = sw_check_route_id(a, body, c->len, &c->err);
+    c->rc = sw_check_body(a, body, c->len, &c->err);
     if (c->rc == 0)
         c->rc = sw_worker_check(a->kind, c->name, c->source, (char *)body,
                                 c->len, &c->err);

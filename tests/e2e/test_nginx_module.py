@@ -576,6 +576,22 @@ def test_instances_put(env):
           "syntax error located in the body: %d %r" % (r.status, r.body))
     r = env.put("instances/shop", {"services": {"other": doc}})
     check(r.status == 400, "document without the service: %d" % r.status)
+    # a document listing other services too: they were dropped (200, the
+    # service of the URL alone changed); refused at the first other one
+    for body, at in (({"services": {"shop": doc[:1], "other": doc}},
+                      "services.other"),
+                     ({"shop": doc[:1], "other": doc, "third": doc},
+                      "other")):
+        r = env.put("instances/shop", body)
+        e = r.json()["error"] if r.status == 400 else {}
+        check(r.status == 400 and e.get("path") == at and
+              "instances/other" in e.get("message", ""),
+              "document with other services: %d %r" % (r.status, r.body))
+    s = env.status()
+    check("other" not in [x["name"] for x in s["services"]] and
+          [i["id"] for x in s["services"] if x["name"] == "shop"
+           for i in x["instances"]] == ["shop-a", "shop-b"],
+          "a refused document changed the services: %r" % s["services"])
     r = env.put("instances/shop", {"services": {"shop": doc}})
     check(r.status == 200, "instances document: %d %r" % (r.status, r.body))
     env.converged()

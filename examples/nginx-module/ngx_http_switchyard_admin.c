@@ -964,6 +964,16 @@ ngx_int_t sw_admin_handler(ngx_http_request_t *r) {
             return rc;
         return sw_metrics(r);
     }
+    /* a change is made as asked: a query (dry_run=true, say) is read by
+     * nothing, so a change asked with one is refused, not committed */
+    if (r->args.len) {
+        u_char msg[256];
+        ngx_snprintf(msg, sizeof msg - 1,
+                     "the admin API takes no query (%*s): nothing was "
+                     "changed; send the change without it%Z",
+                     ngx_min(r->args.len, 100), r->args.data);
+        return sw_refuse(r, NGX_HTTP_BAD_REQUEST, SY_EINVAL, (char *)msg);
+    }
     a = ngx_pcalloc(r->pool, sizeof *a);
     if (a == NULL)
         return sw_500(r, "out of memory for the admin context");

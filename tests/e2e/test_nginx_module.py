@@ -635,6 +635,26 @@ def test_single_route_changes(env):
           "bad route: %d %r" % (r.status, r.body))
     r = request(env.port, "DELETE", "/switchyard/routes/main/extra")
     check(r.status == 404, "remove from the wrong source: %d" % r.status)
+    # the admin API reads no query: a change asked with one (a dry run,
+    # say) was committed; refused, and nothing changes
+    dry = dict(route, predicates=["Path=/dry/**"])
+    for method, path, body in (
+            ("PUT", "routes/live/extra?dry_run=true", json.dumps(dry)),
+            ("PUT", "routes/live?dryRun", json.dumps(
+                env.live_routes(0, env.pb))),
+            ("PUT", "instances/shop?dry-run=1", "[]"),
+            ("DELETE", "routes/live/extra?dry_run=true", None)):
+        r = request(env.port, method, "/switchyard/" + path, body=body)
+        e = r.json()["error"] if r.status == 400 else {}
+        check(r.status == 400 and "query" in e.get("message", ""),
+              "%s %s: %d %r" % (method, path, r.status, r.body))
+    r = request(env.port, "GET", "/extra/x")
+    check(r.status == 200 and r.json()["id"] == "B",
+          "a refused change changed the route: %d" % r.status)
+    check(request(env.port, "GET", "/dry/x").status == 404,
+          "the refused route serves")
+    check(request(env.port, "GET", "/shop/x").status == 200,
+          "the refused instances applied")
     s = env.converged()
     kinds = sorted((d["kind"], d["name"]) for d in s["documents"])
     check(("route", "extra") in kinds, "stored changes %r" % kinds)

@@ -88,6 +88,8 @@ typedef struct {
     /* every rewrite of a location or its `if` that does not redirect:
      * refused in a switchyard location once merged */
     ngx_array_t rewrites;
+    /* every switchyard_admin location (sw_loc_conf_t *) */
+    ngx_array_t admins;
     uint64_t instances_hash; /* of every instances file, in order */
     ngx_str_t state_path;    /* switchyard_state, or empty */
     /* router options */
@@ -109,6 +111,11 @@ typedef struct {
     /* an `if` block of this location has a proxy_pass (set on the if's
      * conf as parsed, on the location's at the merge) */
     ngx_flag_t proxy_in_if;
+    /* switchyard_admin's location (its content handler must stay the
+     * admin API's) and the directive's file:line, for sw_location_check */
+    ngx_http_core_loc_conf_t *admin_clcf;
+    ngx_str_t admin_file;
+    ngx_uint_t admin_line;
 } sw_loc_conf_t;
 
 /* ---- the shared zone ---- */

@@ -16,6 +16,7 @@ static char *sw_routes(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *sw_instances(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *sw_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *sw_admin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static char *sw_enable(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *sw_state(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static ngx_int_t sw_init_module(ngx_cycle_t *cycle);
 static ngx_int_t sw_init_process(ngx_cycle_t *cycle);
@@ -62,9 +63,8 @@ static ngx_command_t sw_commands[] = {
      ngx_conf_set_msec_slot, NGX_HTTP_MAIN_CONF_OFFSET,
      offsetof(sw_main_conf_t, eject_ms), &sw_eject_time_bounds},
     {ngx_string("switchyard"),
-     NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_FLAG,
-     ngx_conf_set_flag_slot, NGX_HTTP_LOC_CONF_OFFSET,
-     offsetof(sw_loc_conf_t, enable), NULL},
+     NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_FLAG, sw_enable,
+     NGX_HTTP_LOC_CONF_OFFSET, offsetof(sw_loc_conf_t, enable), NULL},
     {ngx_string("switchyard_balancer"), NGX_HTTP_UPS_CONF | NGX_CONF_NOARGS,
      sw_balancer, 0, 0, NULL},
     {ngx_string("switchyard_admin"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS,
@@ -328,10 +328,42 @@ static char *sw_admin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
     )
         return "needs a prefix location (location /PREFIX/ { ... }): the "
                "admin API's paths are read after the location's prefix";
+    /* the admin API answers the location's requests: a route would be
+     * ignored there */
+    if (lcf->enable == 1)
+        return "cannot share a location with \"switchyard on\": the admin "
+               "API answers its requests, which would never be routed";
     lcf->admin = 1;
     mcf->used = 1;
     clcf->handler = sw_admin_handler;
+    /* a content handler set after it (fastcgi_pass...) would replace the
+     * admin API: checked once the http block is read */
+    lcf->admin_clcf = clcf;
+    lcf->admin_file.len = cf->conf_file->file.name.len;
+    lcf->admin_file.data = ngx_pstrdup(cf->pool, &cf->conf_file->file.name);
+    lcf->admin_line = cf->conf_file->line;
+    if (lcf->admin_file.data == NULL)
+        return NGX_CONF_ERROR;
+    if (mcf->admins.elts == NULL &&
+        ngx_array_init(&mcf->admins, cf->pool, 1, sizeof lcf) != NGX_OK)
+        return NGX_CONF_ERROR;
+    sw_loc_conf_t **a = ngx_array_push(&mcf->admins);
+    if (a == NULL)
+        return NGX_CONF_ERROR;
+    *a = lcf;
     return NGX_CONF_OK;
+}
+
+/* switchyard on|off; "on" is refused in an admin location (whose
+ * requests the admin API answers), at this level. */
+static char *sw_enable(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
+    sw_loc_conf_t *lcf = conf;
+    char *rv = ngx_conf_set_flag_slot(cf, cmd, conf);
+
+    if (rv == NGX_CONF_OK && lcf->admin && lcf->enable == 1)
+        return "on is ignored in a location with switchyard_admin: the admin "
+               "API answers its requests, which would never be routed";
+    return rv;
 }
 
 /* ---- module life cycle ---- */

@@ -391,6 +391,34 @@ ngx_int_t sw_location_check(ngx_conf_t *cf, sw_main_conf_t *mcf) {
         return NGX_ERROR;
     }
     sw_psh_offset = psh->offset;
+    /* an admin location's content handler is the admin API: a
+     * proxy_pass there, before or after switchyard_admin, replaces it or
+     * is replaced; another handler set after it replaces it */
+    for (ngx_uint_t i = 0; i < mcf->proxy_passes.nelts; i++) {
+        if (p[i].lcf == NULL || !p[i].lcf->admin)
+            continue;
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "switchyard: \"proxy_pass %V\" in the location of "
+                      "switchyard_admin (%V:%ui): one of them would be "
+                      "ignored (nginx keeps the last content handler); give "
+                      "the admin API a location of its own in %V:%ui",
+                      &p[i].value, &p[i].lcf->admin_file, p[i].lcf->admin_line,
+                      &p[i].file, p[i].line);
+        return NGX_ERROR;
+    }
+    for (ngx_uint_t i = 0; i < mcf->admins.nelts; i++) {
+        sw_loc_conf_t *a = ((sw_loc_conf_t **)mcf->admins.elts)[i];
+        if (a->admin_clcf->handler == sw_admin_handler)
+            continue;
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "switchyard: the location of switchyard_admin has "
+                      "another content handler set after it (proxy_pass, "
+                      "fastcgi_pass...), which would answer instead of the "
+                      "admin API; give the admin API a location of its own "
+                      "in %V:%ui",
+                      &a->admin_file, a->admin_line);
+        return NGX_ERROR;
+    }
     /* the module routes in the rewrite phase before the location's own
      * rewrites run: one would change nginx's URI, not the route's path
      * nor its target (break), or move the routed request to a location

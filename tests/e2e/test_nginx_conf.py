@@ -431,6 +431,37 @@ def test_rewrite_in_a_switchyard_location_refused_by_test(env):
         base.reload_and_wait(env)
 
 
+def test_admin_location_combinations_refused(env):
+    """An admin location answers its requests with the admin API: a
+    `switchyard on` written in it, or a proxy_pass (before or after
+    switchyard_admin: nginx keeps the last content handler, so either the
+    proxy or the admin API was dropped), or another content handler set
+    after it, was accepted and ignored; nginx -t refuses each, naming the
+    directive and its file:line. `switchyard on` inherited from the server
+    level and `switchyard off` pass."""
+    conf = env.conf()
+    adm = "switchyard_admin;"
+    line = line_of(conf, adm)
+    for bad, want in (
+            (conf.replace(adm, adm + " switchyard on;"), '"switchyard"'),
+            (conf.replace(adm, "switchyard on; " + adm), "switchyard_admin"),
+            (conf.replace(adm, adm + " proxy_pass http://127.0.0.1:%d;"
+                          % env.pa), "proxy_pass http://127.0.0.1"),
+            (conf.replace(adm, "proxy_pass http://127.0.0.1:%d; " % env.pa
+                          + adm), "proxy_pass http://127.0.0.1"),
+            (conf.replace(adm, adm + " fastcgi_pass 127.0.0.1:%d;"
+                          % env.pa), "another content handler")):
+        rc, err = env.test_conf(bad)
+        check(rc != 0 and want in err and "test.conf:%d" % line in err,
+              "%r: %d %s" % (want, rc, err[-400:]))
+    for good in (
+            conf.replace(adm, adm + " switchyard off;"),
+            last(conf, "location /switchyard/ {",
+                 "switchyard on;\n        location /switchyard/ {")):
+        rc, err = env.test_conf(good)
+        check(rc == 0, "refused: %s" % err[-400:])
+
+
 TESTS = [
     test_location_without_host_refused_by_test,
     test_host_filters_served,
@@ -439,6 +470,7 @@ TESTS = [
     test_header_the_location_adds_refused,
     test_location_that_does_not_proxy_refused,
     test_rewrite_in_a_switchyard_location_refused_by_test,
+    test_admin_location_combinations_refused,
     test_worker_that_cannot_load_answers_503,
 ]
 

@@ -733,7 +733,10 @@ static ngx_int_t sw_init_peer(ngx_http_request_t *r,
             conf->read_timeout = ctx->response_timeout;
         sw_policy_conf(ctx, conf, &u->peer);
         sw_policy_hook(r, ctx);
-        if (u->peer.tries > SW_MAX_TRIES)
+        /* an lb:// service's attempts each exclude the instances tried
+         * (tried[] holds SW_MAX_TRIES); a URL's address is tried again
+         * as often as Retry asks */
+        if (ctx->service.len && u->peer.tries > SW_MAX_TRIES)
             u->peer.tries = SW_MAX_TRIES;
         if (ctx->retry) /* the tries counted by sw_process_header */
             ctx->tries = u->peer.tries;

@@ -519,10 +519,29 @@ def test_forward_route_dispatched_again(env):
                   [resp], "%s: %d %r" % (path, r.status, r.headers))
 
 
+def test_retry_makes_every_retry_asked_of_a_url(env):
+    """Retry's retries on a URL route (one address, tried again) are made
+    in full: retries=10 makes 11 attempts (the balancer stopped at 8,
+    silently, whatever the route asked), each in $upstream_addr."""
+    for n in (3, 10, 20):
+        put_route(env, {"id": "rtn", "uri": "http://127.0.0.1:%d" % env.pa,
+                        "predicates": ["Path=/rtn/**"],
+                        "filters": [{"name": "Retry", "args": {
+                            "retries": str(n), "statuses": "BAD_GATEWAY"}}]})
+        env.converged()
+        r = env.get("/rtn/x?fail=A")
+        tries = (r.header("X-Upstream-Addr") or "").split(", ")
+        check(r.status == 502 and len(tries) == n + 1,
+              "retries=%d: %d, %d attempts %r" % (n, r.status, len(tries),
+                                                  tries))
+    request(env.port, "DELETE", "/switchyard/routes/live/rtn")
+
+
 TESTS = [
     test_rate_limiter_429_shared_by_workers,
     test_retry_statuses_and_methods,
     test_retry_any_status_and_backoff_refused,
+    test_retry_makes_every_retry_asked_of_a_url,
     test_breaker_status_code_to_fallback_keeps_method,
     test_breaker_fallback_on_failure_and_when_open,
     test_worker_killed_amid_traffic_and_changes,

@@ -322,6 +322,8 @@ typedef struct {
     unsigned respond : 1;
     unsigned peer_used : 1;
     unsigned https : 1; /* upstream is https:// (wss: the route's) */
+    /* the variable form looked at upstream's name (sw_upstream_resolve) */
+    unsigned resolved : 1;
     /* the balancer's address of upstream (sw_target_addr), or NULL: the
      * balancer looks it up */
     const void *addr;
@@ -379,6 +381,11 @@ ngx_int_t sw_reselect(ngx_http_request_t *r, sw_req_ctx_t *ctx,
  * "http[s]://host:port" (worker memory) in *upstream; NULL when the
  * worker has not resolved it yet (the balancer does) or out of memory.
  * gen: the generation of the snapshot t comes from, held by the caller. */
+/* The variable form in a location without `resolver`: the name in
+ * scheme://name:port resolved by the worker (once, cached), upstream made
+ * scheme://address:port. NGX_DECLINED: an address already; NGX_ERROR: it
+ * does not resolve (logged). */
+ngx_int_t sw_upstream_resolve(ngx_http_request_t *r, ngx_str_t *upstream);
 const void *sw_target_addr(const sy_target *t, uint64_t gen, ngx_uint_t https,
                            ngx_str_t *upstream);
 

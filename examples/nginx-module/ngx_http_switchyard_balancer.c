@@ -234,6 +234,35 @@ const void *sw_target_addr(const sy_target *t, uint64_t gen, ngx_uint_t https,
     return a;
 }
 
+ngx_int_t sw_upstream_resolve(ngx_http_request_t *r, ngx_str_t *upstream) {
+    u_char *b = upstream->data, *e = b + upstream->len, *p, *colon, *out;
+    ngx_str_t key;
+    sw_addr_t *a;
+    size_t sl;
+
+    p = ngx_strlcasestrn(b, e, (u_char *)"://", 3 - 1);
+    if (p == NULL)
+        return NGX_DECLINED;
+    sl = p + 3 - b;
+    key.data = p + 3;
+    key.len = e - key.data;
+    colon = key.len ? ngx_strlchr(key.data, e, ':') : NULL;
+    if (key.len == 0 || key.data[0] == '[' || colon == NULL ||
+        ngx_inet_addr(key.data, colon - key.data) != INADDR_NONE)
+        return NGX_DECLINED; /* an IPv6 or IPv4 address */
+    a = sw_addr(r, r->connection->log, &key);
+    if (a == NULL)
+        return NGX_ERROR;
+    out = ngx_pnalloc(r->pool, sl + NGX_SOCKADDR_STRLEN);
+    if (out == NULL)
+        return NGX_ERROR;
+    ngx_memcpy(out, b, sl);
+    upstream->len = sl + ngx_sock_ntop((struct sockaddr *)&a->sa, a->socklen,
+                                       out + sl, NGX_SOCKADDR_STRLEN, 1);
+    upstream->data = out;
+    return NGX_OK;
+}
+
 /* ---- the shared passive health table ---- */
 
 static uint64_t sw_health_key(const char *service, const char *id) {

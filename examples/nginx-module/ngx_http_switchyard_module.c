@@ -64,6 +64,25 @@ static ngx_int_t sw_var_upstream(ngx_http_request_t *r,
                       &ctx->route);
         return NGX_ERROR;
     }
+    /* the proxy module reads it (the variable form): without a `resolver`
+     * nginx cannot resolve a name (every request was a 502, "no resolver
+     * defined"), so the worker resolves it as the balancer does */
+    if (ctx && ctx->kind == SW_CTX_REQUEST && !ctx->balanced && r->upstream &&
+        ctx->upstream.len && !ctx->resolved) {
+        ngx_http_core_loc_conf_t *clcf =
+            ngx_http_get_module_loc_conf(r, ngx_http_core_module);
+        ctx->resolved = 1;
+        if ((clcf->resolver == NULL ||
+             clcf->resolver->connections.nelts == 0) &&
+            sw_upstream_resolve(r, &ctx->upstream) == NGX_ERROR) {
+            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                          "switchyard: route \"%V\": cannot resolve "
+                          "\"%V\" (no resolver in the location): answering "
+                          "500",
+                          &ctx->route, &ctx->upstream);
+            return NGX_ERROR;
+        }
+    }
     return sw_var(r, v, data);
 }
 

@@ -597,6 +597,47 @@ def test_instances_put(env):
     env.converged()
 
 
+def test_names_without_a_resolver(env):
+    """The fixture's location proxies to $switchyard_upstream and has no
+    `resolver`: nginx cannot resolve a name at request time, so a route
+    or an instance given by name was accepted and every request answered
+    502 ("no resolver defined"). The worker resolves it as the balancer
+    does (once, cached) and the variable gives the address; a name that
+    does not resolve is refused per request, 500, logged."""
+    r = env.put("routes/live/named", {
+        "id": "named", "uri": "http://localhost:%d" % env.pa,
+        "predicates": ["Path=/named/**"], "filters": ["PreserveHostHeader"]})
+    check(r.status == 200, "PUT: %d %r" % (r.status, r.body))
+    r = env.put("routes/live/lost", {
+        "id": "lost", "uri": "http://no-such-host.invalid:%d" % env.pa,
+        "predicates": ["Path=/lost/**"]})
+    check(r.status == 200, "PUT: %d %r" % (r.status, r.body))
+    r = env.put("instances/shop", [
+        {"id": "shop-n", "host": "localhost", "port": env.pb}])
+    check(r.status == 200, "PUT instances: %d %r" % (r.status, r.body))
+    env.converged()
+    try:
+        for _ in range(4):  # both workers
+            r = request(env.port, "GET", "/named/x",
+                        headers={"Host": "named.example"})
+            check(r.status == 200 and r.json()["id"] == "A" and
+                  r.echo_header("Host") == "named.example",
+                  "a URL by name: %d %r" % (r.status, r.body[:200]))
+            r = request(env.port, "GET", "/shop/x")
+            check(r.status == 200 and r.json()["id"] == "B",
+                  "an instance by name: %d %r" % (r.status, r.body[:200]))
+        r = request(env.port, "GET", "/lost/x")
+        check(r.status == 500, "a name that does not resolve: %d"
+              % r.status)
+        check("no-such-host.invalid" in env.error_log(),
+              "not logged: %s" % env.error_log()[-600:])
+    finally:
+        for rid in ("named", "lost"):
+            request(env.port, "DELETE", "/switchyard/routes/live/" + rid)
+        env.put("instances/shop", env.instances()["services"]["shop"])
+        env.converged()
+
+
 def test_passive_health_ejects_a_failing_instance(env):
     """Half the picks go to an instance nobody listens on; after 5
     consecutive failures in a worker (the library's default), that worker
@@ -1113,6 +1154,7 @@ TESTS = [
     test_broken_document_rejected,
     test_instances_put,
     test_single_route_changes,
+    test_names_without_a_resolver,
     test_passive_health_ejects_a_failing_instance,
     test_other_worker_woken_by_a_change,
     test_large_documents_in_turn,

@@ -90,6 +90,9 @@ typedef struct {
     ngx_array_t rewrites;
     /* every switchyard_admin location (sw_loc_conf_t *) */
     ngx_array_t admins;
+    /* every fastcgi_pass, uwsgi_pass, scgi_pass, grpc_pass and
+     * memcached_pass: none may send to a switchyard_balancer upstream */
+    ngx_array_t other_passes;
     uint64_t instances_hash; /* of every instances file, in order */
     ngx_str_t state_path;    /* switchyard_state, or empty */
     /* router options */

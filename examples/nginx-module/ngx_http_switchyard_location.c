@@ -40,6 +40,12 @@ typedef struct {
     sw_loc_conf_t *lcf; /* this module's conf of its location */
 } sw_proxy_pass_t;
 
+/* One fastcgi_pass, uwsgi_pass... of the http block (sw_other_passes). */
+typedef struct {
+    ngx_str_t directive, value, file;
+    ngx_uint_t line;
+} sw_pass_t;
+
 /* One rewrite of a location or of its `if` that does not redirect. */
 typedef struct {
     ngx_str_t regex, replacement, flag;
@@ -201,6 +207,57 @@ static char *sw_rewrite_seen(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
     return rv;
 }
 
+/* The other modules' passes. An upstream with switchyard_balancer is
+ * proxy_pass's: its peer is a route's target, set for the proxy module's
+ * request; another module's request through it has no route (every one
+ * was answered 500). Found by the module's name: a module this nginx was
+ * built without is skipped. */
+static struct {
+    const char *module, *name;
+    ngx_command_t *cmd;
+    sw_set_pt saved;
+} sw_other_passes[] = {
+    {"ngx_http_fastcgi_module", "fastcgi_pass", NULL, NULL},
+    {"ngx_http_uwsgi_module", "uwsgi_pass", NULL, NULL},
+    {"ngx_http_scgi_module", "scgi_pass", NULL, NULL},
+    {"ngx_http_grpc_module", "grpc_pass", NULL, NULL},
+    {"ngx_http_memcached_module", "memcached_pass", NULL, NULL},
+};
+#define SW_OTHER_PASSES (sizeof sw_other_passes / sizeof sw_other_passes[0])
+
+static char *sw_other_pass_seen(ngx_conf_t *cf, ngx_command_t *cmd,
+                                void *conf) {
+    sw_main_conf_t *mcf =
+        ngx_http_conf_get_module_main_conf(cf, ngx_http_switchyard_module);
+    ngx_str_t *value = cf->args->elts;
+    sw_set_pt set = NULL;
+    sw_pass_t *w;
+    char *rv;
+
+    for (size_t i = 0; i < SW_OTHER_PASSES && set == NULL; i++)
+        if (sw_other_passes[i].cmd == cmd)
+            set = sw_other_passes[i].saved;
+    if (set == NULL)
+        return "switchyard: a wrapped directive was not found";
+    rv = set(cf, cmd, conf);
+    if (rv != NGX_CONF_OK || cf->args->nelts < 2)
+        return rv;
+    if (mcf->other_passes.elts == NULL &&
+        ngx_array_init(&mcf->other_passes, cf->pool, 2, sizeof *w) != NGX_OK)
+        return NGX_CONF_ERROR;
+    w = ngx_array_push(&mcf->other_passes);
+    if (w == NULL)
+        return NGX_CONF_ERROR;
+    w->directive = cmd->name;
+    w->value = value[1];
+    w->file.len = cf->conf_file->file.name.len;
+    w->file.data = ngx_pstrdup(cf->pool, &cf->conf_file->file.name);
+    if (w->file.data == NULL)
+        return NGX_CONF_ERROR;
+    w->line = cf->conf_file->line;
+    return rv;
+}
+
 /* The directives read while an http block is parsed. */
 static struct {
     ngx_module_t *module;
@@ -219,6 +276,11 @@ static struct {
 
 void sw_location_unwrap(void *data) {
     (void)data;
+    for (size_t i = 0; i < SW_OTHER_PASSES; i++) {
+        ngx_command_t *c = sw_other_passes[i].cmd;
+        if (c && c->set == sw_other_pass_seen && sw_other_passes[i].saved)
+            c->set = sw_other_passes[i].saved;
+    }
     for (size_t i = 0; i < sizeof sw_wraps / sizeof sw_wraps[0]; i++) {
         ngx_command_t *c = sw_command(sw_wraps[i].module, sw_wraps[i].name);
         if (c && c->set == sw_wraps[i].wrapper && *sw_wraps[i].saved)
@@ -248,6 +310,19 @@ ngx_int_t sw_location_wrap(ngx_conf_t *cf) {
             continue;
         *sw_wraps[i].saved = c->set;
         c->set = sw_wraps[i].wrapper;
+    }
+    for (size_t i = 0; i < SW_OTHER_PASSES; i++) {
+        ngx_module_t **m = cf->cycle->modules;
+        ngx_command_t *c = NULL;
+        for (; m && *m && c == NULL; m++)
+            if ((*m)->name && (*m)->type == NGX_HTTP_MODULE &&
+                ngx_strcmp((*m)->name, sw_other_passes[i].module) == 0)
+                c = sw_command(*m, sw_other_passes[i].name);
+        sw_other_passes[i].cmd = c;
+        if (c == NULL || c->set == sw_other_pass_seen)
+            continue;
+        sw_other_passes[i].saved = c->set;
+        c->set = sw_other_pass_seen;
     }
     return NGX_OK;
 }
@@ -290,6 +365,34 @@ static ngx_flag_t sw_routed_target(ngx_conf_t *cf, sw_main_conf_t *mcf,
             break;
     rest->data = host.data + n;
     rest->len = host.len - n;
+    host.len = n;
+    for (ngx_uint_t i = 0; i < umcf->upstreams.nelts; i++)
+        if (us[i]->host.len == host.len &&
+            ngx_strncasecmp(us[i]->host.data, host.data, host.len) == 0 &&
+            sw_is_balancer(mcf, us[i]))
+            return 1;
+    return 0;
+}
+
+/* True when a *_pass target ([scheme://]NAME[:port][/...]) names an
+ * upstream block with switchyard_balancer. */
+static ngx_flag_t sw_names_balancer(ngx_conf_t *cf, sw_main_conf_t *mcf,
+                                    const ngx_str_t *v) {
+    ngx_http_upstream_main_conf_t *umcf =
+        ngx_http_conf_get_module_main_conf(cf, ngx_http_upstream_module);
+    ngx_http_upstream_srv_conf_t **us = umcf->upstreams.elts;
+    ngx_str_t host = *v;
+    u_char *s = ngx_strlcasestrn(host.data, host.data + host.len,
+                                 (u_char *)"://", 3 - 1);
+    size_t n;
+
+    if (s) {
+        host.len -= s + 3 - host.data;
+        host.data = s + 3;
+    }
+    for (n = 0; n < host.len; n++)
+        if (host.data[n] == '$' || host.data[n] == '/' || host.data[n] == ':')
+            break;
     host.len = n;
     for (ngx_uint_t i = 0; i < umcf->upstreams.nelts; i++)
         if (us[i]->host.len == host.len &&
@@ -417,6 +520,19 @@ ngx_int_t sw_location_check(ngx_conf_t *cf, sw_main_conf_t *mcf) {
                       "admin API; give the admin API a location of its own "
                       "in %V:%ui",
                       &a->admin_file, a->admin_line);
+        return NGX_ERROR;
+    }
+    for (ngx_uint_t i = 0; i < mcf->other_passes.nelts; i++) {
+        sw_pass_t *w = (sw_pass_t *)mcf->other_passes.elts + i;
+        if (!sw_names_balancer(cf, mcf, &w->value))
+            continue;
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "switchyard: \"%V %V\" sends to an upstream with "
+                      "switchyard_balancer, whose peer is a route's target "
+                      "for proxy_pass only: each request would be answered "
+                      "500; proxy it with proxy_pass from a \"switchyard on\" "
+                      "location, or give it another upstream in %V:%ui",
+                      &w->directive, &w->value, &w->file, w->line);
         return NGX_ERROR;
     }
     /* the module routes in the rewrite phase before the location's own

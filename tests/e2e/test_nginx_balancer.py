@@ -589,9 +589,30 @@ def test_balancer_configuration_errors(env):
     """switchyard_balancer after keepalive, with a server line, or with a
     zone (before or after it: nginx's upstream zone copies round-robin
     peers the balancer does not have; nginx -t crashed on it), fails
-    nginx -t with the upstream named."""
+    nginx -t with the upstream named; so does a fastcgi_pass, uwsgi_pass,
+    scgi_pass or grpc_pass to it, located."""
     with open(os.path.join(env.dir, "nginx.conf")) as f:
         conf = f.read()
+    # an upstream with switchyard_balancer is proxy_pass's: another
+    # module's *_pass to it was accepted, then every request answered 500
+    # (no route in a location without switchyard on, no proxy_pass in one
+    # with it)
+    for d in ("fastcgi_pass sy_pool;", "uwsgi_pass sy_pool;",
+              "scgi_pass sy_pool;", "grpc_pass grpc://sy_pool;"):
+        for on in ("", "switchyard on; "):
+            bad = conf.replace(
+                "location /switchyard/ {",
+                "location /g/ { %s%s }\n        location /switchyard/ {"
+                % (on, d), 1)
+            rc, err = env.test_conf(bad)
+            check(rc != 0 and d.split()[0] in err and "sy_pool" in err and
+                  "test.conf:%d" % (bad[:bad.index(d)].count("\n") + 1)
+                  in err, "%s%s: %d %s" % (on, d, rc, err[-300:]))
+    rc, err = env.test_conf(conf.replace(
+        "location /switchyard/ {",
+        "location /g/ { fastcgi_pass 127.0.0.1:%d; }\n        "
+        "location /switchyard/ {" % env.pa, 1))
+    check(rc == 0, "a fastcgi_pass elsewhere refused: %s" % err[-300:])
     for bad, want in (
             (conf.replace("switchyard_balancer;\n        keepalive 8;",
                           "keepalive 8;\n        switchyard_balancer;"),

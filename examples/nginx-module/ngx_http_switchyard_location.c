@@ -46,9 +46,10 @@ typedef struct {
     ngx_uint_t line;
 } sw_pass_t;
 
-/* One rewrite of a location or of its `if` that does not redirect. */
+/* One rewrite of a location or of its `if` that does not redirect, or a
+ * `set $args` there. */
 typedef struct {
-    ngx_str_t regex, replacement, flag;
+    ngx_str_t directive, regex, replacement, flag;
     ngx_str_t file;
     ngx_uint_t line;
     sw_loc_conf_t *lcf; /* this module's conf of its level */
@@ -56,7 +57,7 @@ typedef struct {
 
 typedef char *(*sw_set_pt)(ngx_conf_t *, ngx_command_t *, void *);
 static sw_set_pt sw_proxy_pass_set, sw_add_header_set, sw_expires_set,
-    sw_rewrite_set;
+    sw_rewrite_set, sw_set_set;
 /* the proxy module's content handler, as proxy_pass sets it (one
  * function: the same in every configuration) */
 static ngx_http_handler_pt sw_proxy_handler;
@@ -165,15 +166,42 @@ static char *sw_expires_seen(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
     return rv;
 }
 
+/* Record the directive being parsed (its two arguments, flag) for
+ * sw_location_check. Nonzero: out of memory. */
+static int sw_rewrite_note(ngx_conf_t *cf, ngx_command_t *cmd,
+                           const ngx_str_t *flag) {
+    sw_main_conf_t *mcf =
+        ngx_http_conf_get_module_main_conf(cf, ngx_http_switchyard_module);
+    ngx_str_t *value = cf->args->elts;
+    sw_rewrite_t *w;
+
+    if (mcf->rewrites.elts == NULL &&
+        ngx_array_init(&mcf->rewrites, cf->pool, 2, sizeof *w) != NGX_OK)
+        return -1;
+    w = ngx_array_push(&mcf->rewrites);
+    if (w == NULL)
+        return -1;
+    w->directive = cmd->name;
+    w->regex = value[1];
+    w->replacement = value[2];
+    w->flag.len = 0;
+    if (flag)
+        w->flag = *flag;
+    w->file.len = cf->conf_file->file.name.len;
+    w->file.data = ngx_pstrdup(cf->pool, &cf->conf_file->file.name);
+    if (w->file.data == NULL)
+        return -1;
+    w->line = cf->conf_file->line;
+    w->lcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_switchyard_module);
+    return 0;
+}
+
 /* rewrite REGEX REPLACEMENT [FLAG] of a location or its `if` (the
  * server's run before the routes are matched), unless it redirects (an
  * absolute URL, redirect, permanent): recorded for sw_location_check */
 static char *sw_rewrite_seen(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
-    sw_main_conf_t *mcf =
-        ngx_http_conf_get_module_main_conf(cf, ngx_http_switchyard_module);
     ngx_str_t *value = cf->args->elts;
     char *rv = sw_rewrite_set(cf, cmd, conf);
-    sw_rewrite_t *w;
 
     if (rv != NGX_CONF_OK ||
         !(cf->cmd_type & (NGX_HTTP_LOC_CONF | NGX_HTTP_LIF_CONF)))
@@ -187,23 +215,27 @@ static char *sw_rewrite_seen(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
         (cf->args->nelts == 4 && (sw_str_is(&value[3], "redirect") ||
                                   sw_str_is(&value[3], "permanent"))))
         return rv;
-    if (mcf->rewrites.elts == NULL &&
-        ngx_array_init(&mcf->rewrites, cf->pool, 2, sizeof *w) != NGX_OK)
-        return NGX_CONF_ERROR;
-    w = ngx_array_push(&mcf->rewrites);
-    if (w == NULL)
-        return NGX_CONF_ERROR;
-    w->regex = value[1];
-    w->replacement = value[2];
-    w->flag.len = 0;
-    if (cf->args->nelts == 4)
-        w->flag = value[3];
-    w->file.len = cf->conf_file->file.name.len;
-    w->file.data = ngx_pstrdup(cf->pool, &cf->conf_file->file.name);
-    if (w->file.data == NULL)
-        return NGX_CONF_ERROR;
-    w->line = cf->conf_file->line;
-    w->lcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_switchyard_module);
+    return sw_rewrite_note(cf, cmd, cf->args->nelts == 4 ? &value[3] : NULL)
+               ? NGX_CONF_ERROR
+               : rv;
+}
+
+/* set $args VALUE of a location or its `if` (the server's runs before the
+ * routes are matched): the query the route computed is sent, so it is
+ * recorded as a rewrite is */
+static char *sw_set_seen(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
+    ngx_str_t *value = cf->args->elts, arg = value[1], now;
+    char *rv = sw_set_set(cf, cmd, conf);
+
+    if (rv != NGX_CONF_OK ||
+        !(cf->cmd_type & (NGX_HTTP_LOC_CONF | NGX_HTTP_LIF_CONF)) ||
+        arg.len != 5 || ngx_strncasecmp(arg.data, (u_char *)"$args", 5) != 0)
+        return rv;
+    /* (nginx's handler may have dropped the '$' of its argument in place) */
+    now = value[1];
+    value[1] = arg;
+    rv = sw_rewrite_note(cf, cmd, NULL) ? NGX_CONF_ERROR : rv;
+    value[1] = now;
     return rv;
 }
 
@@ -272,6 +304,7 @@ static struct {
     {&ngx_http_headers_filter_module, "expires", sw_expires_seen,
      &sw_expires_set},
     {&ngx_http_rewrite_module, "rewrite", sw_rewrite_seen, &sw_rewrite_set},
+    {&ngx_http_rewrite_module, "set", sw_set_seen, &sw_set_set},
 };
 
 void sw_location_unwrap(void *data) {
@@ -544,14 +577,15 @@ ngx_int_t sw_location_check(ngx_conf_t *cf, sw_main_conf_t *mcf) {
         if (w->lcf->enable != 1)
             continue;
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                      "switchyard: \"rewrite %V %V%s%V\" of a \"switchyard "
-                      "on\" location runs after the module matched the "
-                      "request's route and computed its path and target, so "
-                      "it would be ignored; rewrite at the server level (it "
+                      "switchyard: \"%V %V %V%s%V\" of a \"switchyard on\" "
+                      "location runs after the module matched the request's "
+                      "route and computed its path, query and target, so it "
+                      "would be ignored; write it at the server level (it "
                       "runs before the routes are matched), or use the "
-                      "route's filters (RewritePath, SetPath...) in %V:%ui",
-                      &w->regex, &w->replacement, w->flag.len ? " " : "",
-                      &w->flag, &w->file, w->line);
+                      "route's filters (RewritePath, SetPath, "
+                      "AddRequestParameter...) in %V:%ui",
+                      &w->directive, &w->regex, &w->replacement,
+                      w->flag.len ? " " : "", &w->flag, &w->file, w->line);
         return NGX_ERROR;
     }
     for (ngx_uint_t i = 0; i < mcf->proxy_passes.nelts; i++) {

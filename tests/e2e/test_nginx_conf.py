@@ -387,7 +387,8 @@ def test_rewrite_in_a_switchyard_location_refused_by_test(env):
     rewrite that redirects (redirect, permanent, an absolute URL), one at
     the server level (it runs before the routes are matched: the
     rewritten URI is routed) and one in a location without switchyard
-    pass."""
+    pass. `set $args` is refused and passes likewise (the query the route
+    computed is what is sent)."""
     conf = env.conf()
     at = "switchyard on;\n            " + PROXY
     rw = "rewrite ^/a/(.*)$ /b/$1"
@@ -397,11 +398,15 @@ def test_rewrite_in_a_switchyard_location_refused_by_test(env):
         check(rc != 0 and 'rewrite' in err and 'switchyard on' in err and
               "test.conf:%d" % (line_of(bad, at) + 2) in err,
               "rewrite%s: %d %s" % (flag, rc, err[-400:]))
-    bad = last(conf, at, at + "\n            if ($http_x_rw) { %s break; }"
-               % rw)
-    rc, err = env.test_conf(bad)
-    check(rc != 0 and "test.conf:%d" % (line_of(bad, at) + 2) in err,
-          "rewrite in an if: %d %s" % (rc, err[-400:]))
+    for extra in ("if ($http_x_rw) { %s break; }" % rw,
+                  # the query the route computed is sent: `set $args` there
+                  # was ignored as well (/a/x?y=2 still sent ?y=2)
+                  'set $args "x=1";',
+                  'if ($http_x_rw) { set $args "x=1"; }'):
+        bad = last(conf, at, at + "\n            " + extra)
+        rc, err = env.test_conf(bad)
+        check(rc != 0 and "test.conf:%d" % (line_of(bad, at) + 2) in err,
+              "%s: %d %s" % (extra, rc, err[-400:]))
     server = last(conf, "location / {", rw + " break;\n        location / {")
     for good in (
             last(conf, at, at + "\n            %s redirect;" % rw),
@@ -409,6 +414,9 @@ def test_rewrite_in_a_switchyard_location_refused_by_test(env):
             last(conf, at, at + "\n            rewrite ^/old$ "
                  "https://example.com/new;"),
             server,
+            last(conf, at, at + '\n            set $sy_x "1";'),
+            last(conf, "location / {", 'set $args "x=1";\n        '
+                 'location / {'),
             conf.replace("location /switchyard/ {",
                          "location /plain/ { rewrite ^ /x break; "
                          "return 204; }\n        location /switchyard/ {")):

@@ -93,6 +93,8 @@ typedef struct {
     /* every fastcgi_pass, uwsgi_pass, scgi_pass, grpc_pass and
      * memcached_pass: none may send to a switchyard_balancer upstream */
     ngx_array_t other_passes;
+    /* every location with switchyard on (sw_loc_conf_t *) */
+    ngx_array_t routed;
     uint64_t instances_hash; /* of every instances file, in order */
     ngx_str_t state_path;    /* switchyard_state, or empty */
     /* router options */
@@ -119,6 +121,12 @@ typedef struct {
     ngx_http_core_loc_conf_t *admin_clcf;
     ngx_str_t admin_file;
     ngx_uint_t admin_line;
+    /* the `switchyard on` this level has (its own or inherited): where */
+    ngx_str_t on_file;
+    ngx_uint_t on_line;
+    /* a real location (not an if, not the server's) with switchyard on:
+     * its core conf, checked for a proxy_pass (sw_location_check) */
+    ngx_http_core_loc_conf_t *routed_clcf;
 } sw_loc_conf_t;
 
 /* ---- the shared zone ---- */

@@ -135,7 +135,29 @@ static void *sw_create_loc_conf(ngx_conf_t *cf) {
 
 static char *sw_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child) {
     sw_loc_conf_t *prev = parent, *conf = child;
+    ngx_http_core_loc_conf_t *clcf =
+        ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    if (conf->enable == NGX_CONF_UNSET) {
+        conf->on_file = prev->on_file;
+        conf->on_line = prev->on_line;
+    }
     ngx_conf_merge_value(conf->enable, prev->enable, 0);
+    /* a location of its own (nginx merges each with cf->ctx on it), not
+     * an if or limit_except block (noname) nor the server's level */
+    if (conf->enable == 1 && !conf->admin && clcf && clcf->loc_conf &&
+        clcf->loc_conf[ngx_http_switchyard_module.ctx_index] == conf &&
+        !clcf->noname && clcf->name.len) {
+        sw_main_conf_t *mcf =
+            ngx_http_conf_get_module_main_conf(cf, ngx_http_switchyard_module);
+        sw_loc_conf_t **a;
+        if (mcf->routed.elts == NULL &&
+            ngx_array_init(&mcf->routed, cf->pool, 4, sizeof *a) != NGX_OK)
+            return NGX_CONF_ERROR;
+        if ((a = ngx_array_push(&mcf->routed)) == NULL)
+            return NGX_CONF_ERROR;
+        *a = conf;
+        conf->routed_clcf = clcf;
+    }
     /* as the headers module: a level with add_header lines inherits none */
     if (conf->added == NULL)
         conf->added = prev->added;
@@ -363,6 +385,13 @@ static char *sw_enable(ngx_conf_t *cf, ngx_command_t *cmd, void *conf) {
     if (rv == NGX_CONF_OK && lcf->admin && lcf->enable == 1)
         return "on is ignored in a location with switchyard_admin: the admin "
                "API answers its requests, which would never be routed";
+    if (rv == NGX_CONF_OK) {
+        lcf->on_file.len = cf->conf_file->file.name.len;
+        lcf->on_file.data = ngx_pstrdup(cf->pool, &cf->conf_file->file.name);
+        lcf->on_line = cf->conf_file->line;
+        if (lcf->on_file.data == NULL)
+            return NGX_CONF_ERROR;
+    }
     return rv;
 }
 

@@ -568,6 +568,25 @@ ngx_int_t sw_location_check(ngx_conf_t *cf, sw_main_conf_t *mcf) {
                       &w->directive, &w->value, &w->file, w->line);
         return NGX_ERROR;
     }
+    /* a routed request's location must proxy (its own proxy_pass, or one
+     * in an if): a location that does not would answer every routed
+     * request 500 and every other 404, its own content never served */
+    for (ngx_uint_t i = 0; i < mcf->routed.nelts; i++) {
+        sw_loc_conf_t *l = ((sw_loc_conf_t **)mcf->routed.elts)[i];
+        if (l->proxy_in_if ||
+            (sw_proxy_handler && l->routed_clcf->handler == sw_proxy_handler))
+            continue;
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "switchyard: location \"%V\" has no proxy_pass, but "
+                      "\"switchyard on\" routes its requests: each routed "
+                      "request would be answered 500 (the route's target "
+                      "ignored) and every other 404 (the location's own "
+                      "return, root or handler never used); give it a "
+                      "proxy_pass or \"switchyard off\" (switchyard on in "
+                      "%V:%ui)",
+                      &l->routed_clcf->name, &l->on_file, l->on_line);
+        return NGX_ERROR;
+    }
     /* the module routes in the rewrite phase before the location's own
      * rewrites run: one would change nginx's URI, not the route's path
      * nor its target (break), or move the routed request to a location

@@ -42,15 +42,7 @@ HEADERS = """
                 add_header X-If yes;
             }}
         }}
-        # routed but not proxied (refused), or proxied only from an if
-        location /ret/ {{
-            switchyard on;
-            return 200 "static";
-        }}
-        location /files/ {{
-            switchyard on;
-            root /nonexistent;
-        }}
+        # proxied only from an if
         location /viaif/ {{
             switchyard on;
             proxy_set_header Host $switchyard_host;
@@ -290,19 +282,44 @@ def test_header_the_location_adds_refused(env):
 
 
 def test_location_that_does_not_proxy_refused(env):
-    """A routed request whose location does not proxy (a return, static
-    files: the route's target would be ignored) is refused, 500 and
-    logged; a location that proxies from an `if` block proxies when the
-    `if` holds and refuses otherwise."""
+    """A `switchyard on` location (its own or inherited from the server)
+    without a proxy_pass (a return, static files) would answer every
+    routed request 500 (the route's target ignored) and every other 404
+    (its own content ignored: a `location = /health { return 200; }` in a
+    switchyard server never answered 200): nginx -t refuses it, naming the
+    location and the `switchyard on` line. With `switchyard off` it
+    passes. A location that proxies from an `if` block passes the test,
+    proxies when the `if` holds and refuses per request otherwise."""
+    conf = env.conf()
+    adm = "location /switchyard/ {"
+    server_on = last(conf, adm, "switchyard on;\n        " + adm)
+    for bad, where, want in (
+            (conf.replace(adm, 'location /ret/ { switchyard on; return 200 '
+                          '"static"; }\n        ' + adm), "location /ret/",
+             '"/ret/"'),
+            (conf.replace(adm, "location /files/ { switchyard on; "
+                          "root /nonexistent; }\n        " + adm),
+             "location /files/", '"/files/"'),
+            (last(server_on, adm, "location = /health { return 200; }\n"
+                  "        " + adm), "switchyard on;\n        location = "
+             "/health", '"/health"')):
+        rc, err = env.test_conf(bad)
+        line = bad[:bad.rindex(where)].count("\n") + 1
+        check(rc != 0 and want in err and "no proxy_pass" in err and
+              "test.conf:%d" % line in err,
+              "%s: %d %s" % (want, rc, err[-400:]))
+    rc, err = env.test_conf(last(
+        server_on, adm, "location = /health { switchyard off; return 200; }"
+        "\n        " + adm))
+    check(rc == 0, "switchyard off refused: %s" % err[-400:])
     r = env.put("routes/live/elsewhere", {
         "id": "elsewhere", "uri": "http://127.0.0.1:%d" % env.pa,
-        "predicates": ["Path=/ret/**,/files/**,/viaif/**"]})
+        "predicates": ["Path=/viaif/**"]})
     check(r.status == 200, "PUT: %d %r" % (r.status, r.body))
     env.converged()
-    for path in ("/ret/x", "/files/x", "/viaif/x"):
-        r = request(env.hport, "GET", path)
-        check(r.status == 500, "%s answered %d %r"
-              % (path, r.status, r.body[:100]))
+    r = request(env.hport, "GET", "/viaif/x")
+    check(r.status == 500, "/viaif/x answered %d %r"
+          % (r.status, r.body[:100]))
     check('route "elsewhere" refused: the location does not proxy'
           in env.error_log(), "not logged: %s" % env.error_log()[-600:])
     r = request(env.hport, "GET", "/viaif/x", headers={"X-Go": "1"})

@@ -18,9 +18,15 @@
  * add_header and expires lines are recorded into this module's conf of
  * their level as they are parsed, and inherited as nginx inherits them.
  * A routed request whose location does not proxy at all (a return, static
- * files) is refused too (sw_location_refuses). A `rewrite` of a switchyard
- * location runs after the module routed the request (its URI changes, the
- * route's path and target do not): recorded as parsed, refused at load.
+ * files) is refused too (sw_location_refuses), and a switchyard location
+ * without any proxy_pass at load. A `rewrite` or `set $args` of a
+ * switchyard location runs after the module routed the request (its URI
+ * changes, the route's path and target do not): recorded as parsed,
+ * refused at load. So are another module's *_pass to a switchyard_balancer
+ * upstream, a proxy_pass in an admin location, an admin location whose
+ * content handler is not the admin API's, and (for ws/wss routes, through
+ * sw_host_runs) a switchyard location that does not pass WebSocket
+ * upgrades.
  * docs/nginx.md, "What a switchyard location must send".
  */
 #include "ngx_http_switchyard.h"

@@ -565,6 +565,18 @@ static ngx_int_t sw_build_request(ngx_http_request_t *r, sw_req_ctx_t *ctx,
     return sw_request_headers(headers, req);
 }
 
+/* True when the client's own path (the request line's, before any '?')
+ * has an escaped slash or backslash (%2F, %5C). */
+static bool sw_raw_escaped_slash(const ngx_http_request_t *r) {
+    const u_char *p = r->unparsed_uri.data, *e = p + r->unparsed_uri.len;
+
+    for (; p + 2 < e && *p != '?'; p++)
+        if (p[0] == '%' && ((p[1] == '2' && (p[2] | 0x20) == 'f') ||
+                            (p[1] == '5' && (p[2] | 0x20) == 'c')))
+            return true;
+    return false;
+}
+
 static ngx_int_t sw_route(ngx_http_request_t *r, sw_req_ctx_t *ctx,
                           sy_snapshot *snap) {
     /* req stays on this frame: every use of the match is in this call */
@@ -583,6 +595,13 @@ static ngx_int_t sw_route(ngx_http_request_t *r, sw_req_ctx_t *ctx,
     if (ctx->seed == 0)
         ctx->seed = 1;
     ctx->orig_headers = r->headers_in.headers;
+    /* a rewrite (or an internal redirect) is matched on nginx's decoded
+     * URI, where the client's %2F is a slash already: with reject, the
+     * client's own path is held to it */
+    if (r->internal &&
+        sw_worker.mcf->escaped_slashes == (ngx_uint_t)SY_SLASHES_REJECT &&
+        sw_raw_escaped_slash(r))
+        return NGX_HTTP_BAD_REQUEST;
     if (sw_build_request(r, ctx, &r->headers_in.headers, &req) != NGX_OK) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "switchyard: out of memory for the request's headers");

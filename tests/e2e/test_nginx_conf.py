@@ -405,7 +405,8 @@ def test_rewrite_in_a_switchyard_location_refused_by_test(env):
     the server level (it runs before the routes are matched: the
     rewritten URI is routed) and one in a location without switchyard
     pass. `set $args` is refused and passes likewise (the query the route
-    computed is what is sent)."""
+    computed is what is sent). A server-level rewrite cannot carry a
+    client's %2F past switchyard_escaped_slashes reject."""
     conf = env.conf()
     at = "switchyard on;\n            " + PROXY
     rw = "rewrite ^/a/(.*)$ /b/$1"
@@ -424,7 +425,8 @@ def test_rewrite_in_a_switchyard_location_refused_by_test(env):
         rc, err = env.test_conf(bad)
         check(rc != 0 and "test.conf:%d" % (line_of(bad, at) + 2) in err,
               "%s: %d %s" % (extra, rc, err[-400:]))
-    server = last(conf, "location / {", rw + " break;\n        location / {")
+    server = last(conf, "location / {", rw + " break;\n        "
+                  "rewrite ^/q/(.*)$ /a/$1 break;\n        location / {")
     for good in (
             last(conf, at, at + "\n            %s redirect;" % rw),
             last(conf, at, at + "\n            %s permanent;" % rw),
@@ -450,6 +452,17 @@ def test_rewrite_in_a_switchyard_location_refused_by_test(env):
               r.json()["path"] == "/set/thing",
               "server-level rewrite: %d %r %r"
               % (r.status, r.header("X-Switchyard-Route"), r.body[:200]))
+        # the rewritten URI is nginx's decoded one: the client's %2F was a
+        # slash by then, and switchyard_escaped_slashes reject (the
+        # fixture's) let /q/x%2Fy through to route a as /x/y; the client's
+        # own path is held to it (400, as /a/x%2Fy is)
+        for path_ in ("/a/x%2Fy", "/q/x%2Fy", "/q/x%5cy"):
+            r = request(env.port, "GET", path_)
+            check(r.status == 400, "%s with escaped_slashes reject: %d %r"
+                  % (path_, r.status, r.body[:200]))
+        r = request(env.port, "GET", "/q/x%41y")
+        check(r.status == 200 and r.json()["path"] == "/xAy",
+              "/q/x%%41y: %d %r" % (r.status, r.body[:200]))
     finally:
         with open(path, "w") as f:
             f.write(conf)

@@ -7,7 +7,9 @@
 #define _DEFAULT_SOURCE
 #include "gw.h"
 
+#include <limits.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,6 +216,17 @@ static int num_arg(const char *flag, const char *v, uint64_t *out) {
     return 0;
 }
 
+/* A number outside its flag's range: refused, never clamped. */
+static int out_of_range(const char *flag, uint64_t v, uint64_t lo,
+                        uint64_t hi) {
+    if (v >= lo && v <= hi)
+        return 0;
+    fprintf(stderr, "mini-gateway: %s takes %llu to %llu, not %llu\n", flag,
+            (unsigned long long)lo, (unsigned long long)hi,
+            (unsigned long long)v);
+    return -1;
+}
+
 /* Store v into the row's target. */
 static int set_opt(gw_options *o, const opt *op, const char *v) {
     char *at = (char *)o + op->off;
@@ -224,16 +237,60 @@ static int set_opt(gw_options *o, const opt *op, const char *v) {
     case OPT_BOOL: *(bool *)(void *)at = true; return 0;
     case OPT_STR: *(const char **)(void *)at = v; return 0;
     case OPT_U64: *(uint64_t *)(void *)at = n; return 0;
-    case OPT_INT: *(int *)(void *)at = (int)n; return 0;
+    case OPT_INT:
+        if (n > INT_MAX)
+            return out_of_range(op->name, n, 0, INT_MAX);
+        *(int *)(void *)at = (int)n;
+        return 0;
     case OPT_SIZE: *(size_t *)(void *)at = (size_t)n; return 0;
     case OPT_CUSTOM: return op->parse(o, op->name, v);
     }
     return -1;
 }
 
-/* Limits that need every flag: the listen address, clamps, the build. */
-static int finish(gw_options *o) {
+#define N_OPTS (sizeof opts / sizeof *opts)
+
+/* How often each flag was given (gw_options_parse), by name. */
+static int given(const unsigned char *seen, const char *name) {
+    for (size_t k = 0; k < N_OPTS; k++)
+        if (strcmp(opts[k].name, name) == 0)
+            return seen[k];
+    return 0;
+}
+
+/* A flag that would be taken and not used: needs another that is absent
+ * (or, in backend mode, is not the backend's). */
+static int unused_flags(const gw_options *o, const unsigned char *seen) {
+    static const char *const needs[][2] = {
+        {"--etcd-prefix", "--etcd"}, {"--etcd-token-renew", "--etcd"},
+        {"--etcd-trace", "--etcd"},  {"--redis-timeout", "--redis"},
+        {"--id", "--backend"},       {"--version", "--backend"},
+    };
+    for (size_t i = 0; i < sizeof needs / sizeof *needs; i++)
+        if (given(seen, needs[i][0]) && !given(seen, needs[i][1])) {
+            fprintf(stderr, "mini-gateway: %s is used only with %s\n",
+                    needs[i][0], needs[i][1]);
+            return -1;
+        }
+    for (size_t k = 0; o->backend && k < N_OPTS; k++) {
+        const char *n = opts[k].name;
+        if (seen[k] && strcmp(n, "--backend") && strcmp(n, "--id") &&
+            strcmp(n, "--version") && strcmp(n, "--listen")) {
+            fprintf(stderr,
+                    "mini-gateway: %s is not used by --backend (it takes "
+                    "--id, --version and --listen)\n",
+                    n);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Limits that need every flag: the listen address, ranges, the build. */
+static int finish(gw_options *o, const unsigned char *seen) {
     gw_config *cfg = &o->cfg;
+    if (unused_flags(o, seen))
+        return -1;
     if (o->backend)
         return 0; /* the backend reads --listen itself */
     if (o->listen &&
@@ -242,10 +299,12 @@ static int finish(gw_options *o) {
         fprintf(stderr, "mini-gateway: bad --listen %s\n", o->listen);
         return -1;
     }
-    if (cfg->max_header_bytes < 1024)
-        cfg->max_header_bytes = 1024;
-    if (cfg->retries > 7)
-        cfg->retries = 7;
+    if (out_of_range("--max-header-bytes", cfg->max_header_bytes, 1024,
+                     SIZE_MAX) ||
+        out_of_range("--retries", (uint64_t)cfg->retries, 0, 7) ||
+        out_of_range("--workers", (uint64_t)cfg->workers, 1, GW_MAX_WORKERS) ||
+        out_of_range("--redis-timeout", cfg->redis_timeout_ms, 1, UINT64_MAX))
+        return -1;
     char rhost[256];
     int rport;
     if (cfg->redis && strncmp(cfg->redis, "unix:", 5) == 0) {
@@ -265,8 +324,6 @@ static int finish(gw_options *o) {
                 cfg->redis);
         return -1;
     }
-    if (cfg->redis_timeout_ms == 0)
-        cfg->redis_timeout_ms = 1;
     if (!cfg->etcd_url &&
         (cfg->etcd_user || cfg->etcd_password_file || cfg->etcd_cacert ||
          cfg->etcd_cert || cfg->etcd_key)) {
@@ -288,6 +345,7 @@ static int finish(gw_options *o) {
 }
 
 int gw_options_parse(gw_options *o, int argc, char **argv) {
+    unsigned char seen[N_OPTS] = {0};
     gw_options_defaults(o);
     o->cfg.demo = argc == 1;
     for (int i = 1; i < argc; i++) {
@@ -305,6 +363,15 @@ int gw_options_parse(gw_options *o, int argc, char **argv) {
             gw_options_usage(stderr);
             return -1;
         }
+        size_t k = (size_t)(op - opts);
+        if (op->arg && seen[k] && op->parse != parse_routes) {
+            fprintf(stderr,
+                    "mini-gateway: %s given twice: it takes one value "
+                    "(the first would be ignored)\n",
+                    a);
+            return -1;
+        }
+        seen[k] = seen[k] < 255 ? seen[k] + 1 : 255;
         const char *v = NULL;
         if (op->arg) {
             if (i + 1 >= argc) {
@@ -316,5 +383,5 @@ int gw_options_parse(gw_options *o, int argc, char **argv) {
         if (set_opt(o, op, v))
             return -1;
     }
-    return finish(o);
+    return finish(o, seen);
 }

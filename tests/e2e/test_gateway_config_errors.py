@@ -10,12 +10,17 @@
     only replaced once a commit took it);
   - a refused admin request changes nothing: a PUT of invalid JSON (or of
     a route id another source holds) to a new source answers 400 and the
-    source does not appear in /status.
+    source does not appear in /status;
+  - a command line whose flag would be taken and not used (a one-file
+    flag given twice, a value out of its range, an --etcd-* or
+    --redis-timeout without --etcd or --redis, a backend flag without
+    --backend) stops the start with the flag named, exit 2.
 "Together" is one tick of the gateway's file watch (see together()), and
 every outcome is polled for with a deadline, never assumed after another.
 """
 import json
 import signal
+import subprocess
 
 import gwharness as h
 
@@ -141,6 +146,47 @@ def body(procs, c):
     c.eq(tag("/n/1"), "n-1", "and it serves")
     c.ok("newsrc" in [s["name"] for s in gw.status()["sources"]],
          "newsrc is in /status once it applied")
+
+    command_line(procs, c, a, inst)
+
+
+def command_line(procs, c, routes, inst):
+    """Every flag given is used, or the start is refused naming it."""
+    other = procs.write_file("other.json", inst_doc({"o": []}))
+    dflt = procs.write_file("dflt.json", "[]")
+    cases = [
+        (["--instances", inst, "--instances", other], "--instances"),
+        (["--default-filters", dflt, "--default-filters", dflt],
+         "--default-filters"),
+        (["--admin", "127.0.0.1:1", "--admin", "off"], "--admin"),
+        (["--redis", "127.0.0.1:1", "--redis", "127.0.0.1:2"], "--redis"),
+        (["--retries", "9"], "--retries"),
+        (["--workers", "0"], "--workers"),
+        (["--workers", "65"], "--workers"),
+        (["--max-header-bytes", "100"], "--max-header-bytes"),
+        (["--redis", "127.0.0.1:1", "--redis-timeout", "0"],
+         "--redis-timeout"),
+        (["--redis-timeout", "50"], "--redis-timeout"),
+        (["--etcd-prefix", "/x/"], "--etcd-prefix"),
+        (["--etcd-token-renew", "500"], "--etcd-token-renew"),
+        (["--etcd-trace"], "--etcd-trace"),
+        (["--id", "b"], "--id"),
+        (["--version", "2"], "--version"),
+        (["--backend", "--id", "b", "--listen", "127.0.0.1:1",
+          "--routes", routes], "--routes"),
+    ]
+    for args, flag in cases:
+        pre = [] if "--admin" in args or "--backend" in args else [
+            "--admin", "off", "--listen", "127.0.0.1:%d" % h.free_port()]
+        try:  # an accepted line serves (killed after 5 s)
+            r = subprocess.run([h.binary()] + pre + args,
+                               capture_output=True, timeout=5)
+            rc, err = r.returncode, r.stderr.decode("utf-8", "replace")
+        except subprocess.TimeoutExpired:
+            rc, err = None, "started"
+        c.ok(rc == 2 and flag in err,
+             "%s: refused at start naming %s (exit %s: %r)"
+             % (" ".join(args), flag, rc, err[-200:]))
 
 
 h.run("gateway_config_errors", body)

@@ -566,10 +566,41 @@ static void stage_and_commit(gw_admin_call *a, const endpoint *ep,
     }
 }
 
+/* A query parameter the change does not read (a misspelt ?version= of a
+ * rollback would roll back to the previous version), or ?version= given
+ * twice: answered 400, nothing changed. Dry-run keys are gw_dry_run's. */
+static bool unread_query(gw_admin_call *a, const endpoint *ep) {
+    bool rollback = ep->stage == stage_rollback, version = false;
+    for (const char *p = a->query; p && *p;) {
+        size_t n = strcspn(p, "&"), k = strcspn(p, "=&");
+        bool ok = n == 0 || gw_dry_run_key(p, n),
+             ver = rollback && k == 7 && strncmp(p, "version", 7) == 0;
+        if (ver) {
+            ok = !version;
+            version = true;
+        }
+        if (!ok) {
+            char msg[320];
+            snprintf(msg, sizeof msg,
+                     "query parameter '%.*s'%s: this change takes %s: "
+                     "nothing changed",
+                     (int)(k < 64 ? k : 64), p,
+                     ver ? " given twice" : " is not read",
+                     rollback ? "?version=V and ?dry_run" : "?dry_run only");
+            gw_reply_error(a->c, 400, msg);
+            return true;
+        }
+        p = p[n] ? p + n + 1 : NULL;
+    }
+    return false;
+}
+
 /* An admin API change: what it needs asked first (a dry run changes
  * nothing; a file's source is refused; with --etcd it is written
  * through), then the one stage-and-commit helper. */
 static void change(gw_admin_call *a, const endpoint *ep) {
+    if (unread_query(a, ep))
+        return;
     int dry = gw_dry_run(a->query);
     if (dry < 0 || (dry && ep->stage != stage_document)) {
         gw_reply_error(a->c, 400,

@@ -322,7 +322,7 @@ void gw_admin_changes(gw_admin_call *a) {
 
 /* A query key that reads as dry_run ("dry_run", "dryRun", "dry-run", a
  * bare "dry_run"): a misspelt dry run must not become a real change. */
-static bool dry_run_key(const char *p, size_t n) {
+bool gw_dry_run_key(const char *p, size_t n) {
     static const char want[] = "dryrun";
     size_t k = 0;
     for (size_t i = 0; i < n && p[i] != '='; i++) {
@@ -341,7 +341,7 @@ int gw_dry_run(const char *query) {
     int dry = 0;
     for (const char *p = query; p && *p;) {
         size_t n = strcspn(p, "&");
-        if (dry_run_key(p, n)) {
+        if (gw_dry_run_key(p, n)) {
             char v[8];
             if (!(n > 8 && strncmp(p, "dry_run=", 8) == 0) ||
                 !param(p, "dry_run", 0, v, sizeof v))

@@ -75,6 +75,34 @@ def body(procs, c):
          "a StripPrefix on a forward: route is refused at the filter "
          "(%d %r)" % (st, out[:300]))
 
+    # An admin change's query says how to make it: a key the gateway does
+    # not read (a misspelt ?version= of a rollback) must not leave a
+    # different change made (the previous version rolled back to).
+    for v in ("1", "2", "3"):
+        st, _, out = g.admin_call("PUT", "/routes/rb", {
+            "version": v, "routes": [
+                {"id": "rb", "uri": B, "predicates": ["Path=/rb/**"],
+                 "filters": ["SetResponseHeader=X-V, %s" % v]}]})
+        c.eq(st, 200, "rb version %s (%r)" % (v, out[:200]))
+    for q in ("?versoin=1", "?version=1&version=2", "?version=1&x=2"):
+        st, _, out = g.admin_call("POST", "/rollback/rb" + q)
+        c.ok(st == 400 and b"nothing changed" in out,
+             "POST /rollback/rb%s is refused (%d %r)" % (q, st, out[:200]))
+    st, hd, _ = g.request("GET", "/rb/x")
+    c.eq(hd.get("x-v"), "3", "and the route is as it was")
+    for m, path, doc in (("PUT", "/routes/rb?force=1", []),
+                         ("DELETE", "/routes/rb/rb?x=1", None),
+                         ("PUT", "/instances/svc?replace=0", [])):
+        st, _, out = g.admin_call(m, path, doc)
+        c.ok(st == 400 and b"nothing changed" in out,
+             "%s %s is refused (%d %r)" % (m, path, st, out[:200]))
+    st, hd, _ = g.request("GET", "/rb/x")
+    c.eq(hd.get("x-v"), "3", "the route is still there")
+    st, _, out = g.admin_call("POST", "/rollback/rb?version=1")
+    c.eq(st, 200, "?version=1 rolls back (%r)" % out[:200])
+    st, hd, _ = g.request("GET", "/rb/x")
+    c.eq(hd.get("x-v"), "1", "to version 1's route")
+
 
 if __name__ == "__main__":
     h.run("gateway_audit", body)

@@ -236,6 +236,35 @@ def body(procs, c):
     st, hd, _ = gw.request("GET", "/loc/x?location=" + nohost)
     c.eq(hd.get("location"), "http://backend.internal:8080",
          "Location without a path after the host: unchanged (as SCG)")
+    forward_query(gw, c, be)
+
+
+def forward_query(gw, c, be):
+    """A query in a forward: uri or a fallbackUri was taken as part of the
+    path: /fb/x?fq=1 matched as a path and the client's query appended
+    after it (upstream query "fq=1?q=9"). Refused at the uri or the arg."""
+    cases = [
+        ({"id": "fq", "uri": "forward:/new/x?fq=1",
+          "predicates": ["Path=/fq/**"]}, "route.uri"),
+        ({"id": "fh", "uri": "forward:/new/x#top",
+          "predicates": ["Path=/fh/**"]}, "route.uri"),
+        ({"id": "cq", "uri": be, "predicates": ["Path=/cq/**"],
+          "filters": [{"name": "CircuitBreaker", "args": {
+              "fallbackUri": "forward:/new/y?cq=2"}}]},
+         "route.filters[0].args.fallbackUri"),
+        ({"id": "cs", "uri": be, "predicates": ["Path=/cs/**"],
+          "filters": ["CircuitBreaker=cs, forward:/new/y?cq=2"]},
+         "route.filters[0]"),
+    ]
+    for route, where in cases:
+        st, _, out = gw.admin_call("PUT", "/routes/fq/" + route["id"], route)
+        err = json.loads(out).get("error", {}) if st == 400 else {}
+        c.ok(st == 400 and err.get("path") == where and
+             "query" in err.get("message", ""),
+             "%s: a query or fragment in a forward: path is refused at %s "
+             "(%d %r)" % (route["id"], where, st, out[:300]))
+    st, _, _ = gw.request("GET", "/fq/a?q=9")
+    c.eq(st, 404, "and no such route serves")
 
 
 h.run("gateway_forward", body)

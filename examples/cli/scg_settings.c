@@ -427,6 +427,27 @@ static bool changes_routes(scg_converter *c, const node *k, const char *gpath) {
          "SetStatus does not add the original status as a header"},
         {"loadbalancer", "use404", NULL, "true",
          "an lb:// route without an instance is answered 503"},
+        {"discovery", "locator", "enabled", "true",
+         "no route is made for each discovered service: write them, "
+         "uri lb://SERVICE"},
+        {"redisratelimiter", "includeheaders", NULL, "false",
+         "a limited route's answers carry the X-RateLimit-* headers"},
+        {"redisratelimiter", "remainingheader", NULL, NULL,
+         "the X-RateLimit-* headers keep SCG's default names"},
+        {"redisratelimiter", "replenishrateheader", NULL, NULL,
+         "the X-RateLimit-* headers keep SCG's default names"},
+        {"redisratelimiter", "burstcapacityheader", NULL, NULL,
+         "the X-RateLimit-* headers keep SCG's default names"},
+        {"redisratelimiter", "requestedtokensheader", NULL, NULL,
+         "the X-RateLimit-* headers keep SCG's default names"},
+        {"xforwarded", "enabled", NULL, "false",
+         "X-Forwarded-For, -Proto and -Host are set on proxied requests"},
+        {"xforwarded", "forenabled", NULL, "false",
+         "X-Forwarded-For is set on proxied requests"},
+        {"xforwarded", "hostenabled", NULL, "false",
+         "X-Forwarded-Host is set on proxied requests"},
+        {"xforwarded", "protoenabled", NULL, "false",
+         "X-Forwarded-Proto is set on proxied requests"},
     };
     bool ours = false;
     for (size_t i = 0; i < sizeof rules / sizeof *rules; i++) {

@@ -80,6 +80,22 @@ def body(procs, c):
             "      set-status:\n        original-status-header-name: "
             "original-http-status\n      filter:\n",
             "set-status.original-status-header-name")
+    # Settings that make SCG's routes do something no route field carries,
+    # warned about ("not converted") and then not done by the gateway:
+    # the discovery locator's route per service, RedisRateLimiter's
+    # headers left off or renamed, X-Forwarded-* headers left off.
+    for name, new, what in [
+            ("discovery.yml", "      discovery:\n        locator:\n"
+             "          enabled: true\n", "discovery.locator.enabled"),
+            ("rlheaders.yml", "      redis-rate-limiter:\n"
+             "        include-headers: false\n",
+             "redis-rate-limiter.include-headers"),
+            ("rlname.yml", "      redis-rate-limiter:\n"
+             "        remaining-header: X-Left\n",
+             "redis-rate-limiter.remaining-header"),
+            ("xfwd.yml", "      x-forwarded:\n        enabled: false\n",
+             "x-forwarded.enabled")]:
+        refused(name, "      filter:\n", new + "      filter:\n", what)
     routes = procs.write_file("routes.json", r.stdout.decode())
     inst = procs.write_file("instances.json", json.dumps(
         {"services": {"greeter": [

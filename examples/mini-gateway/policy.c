@@ -755,8 +755,9 @@ static int check_cors(const cJSON *route, const char *path, sy_error *err) {
 int gw_document_check(const char *json, size_t len, bool single,
                       sy_error *err) {
     if (!json ||
-        (!memmem(json, len, "efault", 6) && !memmem(json, len, "\"cors\"", 6)))
-        return 0; /* cheap: neither key can be there */
+        (!memmem(json, len, "efault", 6) && !memmem(json, len, "\"cors\"", 6) &&
+         !memmem(json, len, "\\u", 2)))
+        return 0; /* cheap: neither key can be there, not even escaped */
     cJSON *root = cJSON_ParseWithLength(json, len);
     if (!root)
         return 0; /* the library reports the syntax error */

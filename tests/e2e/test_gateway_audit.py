@@ -30,6 +30,19 @@ def body(procs, c):
          "the dry run of a cors typo is refused at its key, as the PUT "
          "(%d %r)" % (st, dry[:300]))
 
+    # The key written with a JSON escape is the same key: the library reads
+    # it as "cors", so the gateway's check must too (it was accepted, and
+    # every CORS request of the route answered 500).
+    esc = ('[{"id": "c2", "uri": "%s", "predicates": ["Path=/c2"], '
+           '"metadata": {"\\u0063ors": {"allowedOrigns": "*"}}}]' % B)
+    st, _, real = g.admin_call("PUT", "/routes/s1", esc)
+    err = json.loads(real).get("error", {}) if st == 400 else {}
+    c.ok(st == 400 and err.get("path") == "[0].metadata.cors",
+         "a cors key written \\u0063ors is checked as cors (%d %r)"
+         % (st, real[:200]))
+    st, _, _ = g.request("GET", "/c2", headers={"Origin": "https://a.example"})
+    c.eq(st, 404, "and the route does not serve")
+
     # SCG binds Retry's statuses and methods as lists: a YAML list (what
     # `switchyard convert` writes as a JSON array) is one list, not a field
     # "given twice"; the route runs with both statuses.

@@ -2071,6 +2071,17 @@ START_TEST(fallback_variables_must_be_captured) {
            "[\"Host={sub}.example.com\",\"Path=/c/{*rest}\"],\"filters\":"
            "[\"CircuitBreaker=c,forward:/f/{sub}{rest}\"]}]",
            NULL);
+    /* one pattern of the Path without it: its requests lack {seg} */
+    e = parse_error("[{\"id\":\"r\",\"uri\":\"http://b\",\"predicates\":"
+                    "[\"Path=/c/{seg},/d/**\"],\"filters\":"
+                    "[\"CircuitBreaker=c,forward:/f/{seg}\"]}]",
+                    NULL);
+    ck_assert_str_eq(e.path, "[0].filters[0]");
+    ck_assert_ptr_nonnull(strstr(e.message, "not every request"));
+    parses("[{\"id\":\"r\",\"uri\":\"http://b\",\"predicates\":"
+           "[\"Path=/c/{seg},/d/{seg}/x,false\"],\"filters\":"
+           "[\"CircuitBreaker=c,forward:/f/{seg}\"]}]",
+           NULL);
     /* lenient: an invalid route's every error, none of them false */
     const char *doc =
         "[{\"id\":\"r\",\"uri\":\"http://b\",\"predicates\":"

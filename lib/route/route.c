@@ -496,38 +496,69 @@ static bool captures(const struct sy_route *r, const char *name, size_t n) {
     return false;
 }
 
+/* Whether every request r matches has {name}: a Path or Host predicate
+ * each of whose patterns captures it (a pattern that does not leaves it
+ * out of the requests it matches). */
+static bool always_captures(const struct sy_route *r, const char *name,
+                            size_t n) {
+    for (size_t k = 0; k < r->predicate_count; k++) {
+        sy__entry_view tmp;
+        const sy__def_entry *e = sy__route_pred_entry(r, k, &tmp);
+        const sy__factory_spec *s = sy__def_spec(e);
+        size_t pats = 0, with = 0;
+        for (size_t a = 0; s && (s->id == SY_P_PATH || s->id == SY_P_HOST) &&
+                           a < e->arg_count;
+             a++)
+            if (strcmp(e->args[a].key, "patterns") == 0) {
+                pats++;
+                with += sy__keyres_pattern_captures(e->args[a].value, name, n);
+            }
+        if (pats && with == pats)
+            return true;
+    }
+    return false;
+}
+
+const char *sy__route_fallback_unbound(const struct sy_route *r,
+                                       const char *fallback, size_t *n) {
+    for (const char *s = fallback; s && (s = strchr(s, '{'));) {
+        *n = strcspn(s + 1, "}");
+        if (s[1 + *n] != '}' || !*n || !always_captures(r, s + 1, *n))
+            return s;
+        s += *n + 2;
+    }
+    return NULL;
+}
+
 bool sy__route_keys_limiter(const struct sy_route *r, const sy__rl_cfg *rl) {
     return rl->kr.kind != SY_KR_PATH_VAR ||
            captures(r, rl->kr.arg, rl->kr.arg_len);
 }
 
-/* A CircuitBreaker's fallbackUri with a {NAME} no Path or Host pattern of
- * r captures (SCG expands them from the route's variables and fails the
- * fallback on a missing one): refused at the filter at p. */
+/* A CircuitBreaker's fallbackUri with a {NAME} not every request of r
+ * has (SCG expands them from the route's variables and fails the fallback
+ * on a missing one): refused at the filter at p. */
 static int check_fallback_vars(const struct sy_route *r, size_t i,
                                const sy__brk_cfg *bc, const char *p,
                                sy_error *err) {
-    for (const char *s = bc->fallback; s && (s = strchr(s, '{'));) {
-        size_t n = strcspn(s + 1, "}");
-        if (s[1 + n] == '}' && n && captures(r, s + 1, n)) {
-            s += n + 2;
-            continue;
-        }
-        char at[300];
-        snprintf(at, sizeof at, "%s%s", p,
-                 r->more->filters[i].shortcut ? "" : ".args.fallbackUri");
-        if (s[1 + n] != '}' || !n)
-            return sy__error_set(err, SY_EARG, at,
-                                 "CircuitBreaker: fallbackUri: '%.80s': a "
-                                 "'{' without a variable name and '}'",
-                                 bc->fallback);
+    size_t n = 0;
+    const char *s = sy__route_fallback_unbound(r, bc->fallback, &n);
+    if (!s)
+        return 0;
+    char at[300];
+    snprintf(at, sizeof at, "%s%s", p,
+             r->more->filters[i].shortcut ? "" : ".args.fallbackUri");
+    if (s[1 + n] != '}' || !n)
         return sy__error_set(err, SY_EARG, at,
-                             "CircuitBreaker: fallbackUri: {%.*s}: no Path "
-                             "or Host pattern of the route captures it (the "
-                             "fallback path expands the route's variables)",
-                             (int)(n > 80 ? 80 : n), s + 1);
-    }
-    return 0;
+                             "CircuitBreaker: fallbackUri: '%.80s': a "
+                             "'{' without a variable name and '}'",
+                             bc->fallback);
+    return sy__error_set(err, SY_EARG, at,
+                         "CircuitBreaker: fallbackUri: {%.*s}: not every "
+                         "request of the route has it (no Path or Host "
+                         "predicate each of whose patterns captures it); the "
+                         "fallback path expands the route's variables",
+                         (int)(n > 80 ? 80 : n), s + 1);
 }
 
 /* A RequestRateLimiter's #{@pathVariable:NAME} (rl, of the filter at p)

@@ -354,6 +354,12 @@ int sy__route_check_host(const struct sy_route *r, const char *const *runs,
  * as written, so one there (or in the default filters) is refused. */
 int sy__route_path_filter(const struct sy_route *r);
 
+/* The first '{' of a fallback path whose {NAME} not every request of r
+ * has (or malformed: no name or no '}'), *n its name's length; NULL when
+ * each is bound. */
+const char *sy__route_fallback_unbound(const struct sy_route *r,
+                                       const char *fallback, size_t *n);
+
 /* Whether r's requests give limiter rl a key: true unless rl is keyed by
  * #{@pathVariable:NAME} and no Path or Host pattern of r captures NAME
  * (every request would get the empty key: its status, never a limit). */

@@ -519,6 +519,24 @@ int sy__router_check_policies(sy_router *r, const struct sy_route *rt,
             "request would get the empty key (its status), never a limit",
             rl->kr.arg, rt->id, at, rl->kr.arg);
     }
+    /* a default breaker's fallbackUri with a {NAME} this route's requests
+     * do not all have: their fallback would fail (500) */
+    const void *bv = NULL;
+    int bi = policy_at(r->defaults, SY_F_CIRCUIT_BREAKER, &bv);
+    size_t vn = 0;
+    const char *v = bi >= 0 ? sy__route_fallback_unbound(
+                                  rt, ((const sy__brk_cfg *)bv)->fallback, &vn)
+                            : NULL;
+    if (v) {
+        route_path(at, sizeof at, list, index);
+        snprintf(p, sizeof p, "defaultFilters[%d].args.fallbackUri", bi);
+        return sy__error_set(err, SY_EARG, p,
+                             "CircuitBreaker: fallbackUri: {%.*s}: not every "
+                             "request of route '%s' (%s) has it (no Path or "
+                             "Host predicate each of whose patterns captures "
+                             "it): its fallback would fail",
+                             (int)(vn > 80 ? 80 : vn), v + 1, rt->id, at);
+    }
     /* the common route: no policy of its own and no default breaker to
      * claim an entry for; its filters are not read (a large document's
      * routes are out of the cache by now) */
@@ -538,7 +556,7 @@ int sy__router_check_policies(sy_router *r, const struct sy_route *rt,
                                  n);
         }
     }
-    int bi = policy_at(rt, SY_F_CIRCUIT_BREAKER, NULL);
+    bi = policy_at(rt, SY_F_CIRCUIT_BREAKER, NULL);
     if (bi >= 0 && policy_at(r->defaults, SY_F_RETRY, NULL) >= 0) {
         route_path(at, sizeof at, list, index);
         snprintf(p, sizeof p, "%s.filters[%d]", at, bi);

@@ -8,6 +8,7 @@ fallback what failed. Without a fallbackUri, resumeWithoutError answers
 as SCG's resumed exchange: a connect failure an empty 200, a listed
 status the upstream's answer, a timeout still 504."""
 import json
+import subprocess
 import time
 
 import gwharness as h
@@ -129,6 +130,38 @@ def body(procs, c):
     c.ok(st == 400 and err.get("path", "").endswith("args.fallbackUri") and
          "{y}" in err.get("message", ""),
          "a fallbackUri variable the route lacks: refused (%r)" % (err,))
+    # captured by one of the Path's patterns only: a request the other one
+    # matched had no {x} and its fallback was answered 500
+    part = {"id": "partvars", "uri": dead,
+            "predicates": ["Path=/pv/{x},/pw/**"],
+            "filters": [{"name": "CircuitBreaker", "args": {
+                "fallbackUri": "forward:/fallback/{x}"}}]}
+    st, _, data = gw.admin_call("PUT", "/routes/other/partvars", part)
+    err = json.loads(data).get("error", {}) if st == 400 else {}
+    c.ok(st == 400 and err.get("path", "").endswith("args.fallbackUri") and
+         "{x}" in err.get("message", ""),
+         "a fallbackUri variable only some patterns capture: refused (%r)"
+         % (err,))
+    c.eq(gw.request("GET", "/pw/1")[0], 404, "and the route does not serve")
+    # a default filters' breaker with a variable a route lacks: refused at
+    # the default filter, naming the route (its requests were answered 500)
+    df = procs.write_file("df.json", json.dumps([
+        {"name": "CircuitBreaker", "args": {
+            "fallbackUri": "forward:/fallback/{x}"}}]))
+    r2 = procs.write_file("r2.json", json.dumps([
+        {"id": "hasx", "uri": dead, "predicates": ["Path=/hx/{x}"]},
+        {"id": "nox", "uri": dead, "predicates": ["Path=/nx/**"]}]))
+    try:  # an accepted start serves (killed after 5 s)
+        r = subprocess.run([h.binary(), "--routes", r2, "--default-filters",
+                            df, "--listen", "127.0.0.1:%d" % h.free_port(),
+                            "--admin", "off"], capture_output=True, timeout=5)
+        rc, out = r.returncode, r.stderr.decode("utf-8", "replace")
+    except subprocess.TimeoutExpired:
+        rc, out = 0, "started"
+    c.ok(rc != 0 and "defaultFilters[0].args.fallbackUri" in out
+         and "nox" in out,
+         "a default breaker's variable a route lacks: the start is refused "
+         "naming it (%s: %r)" % (rc, out[-300:]))
 
     # resumeWithoutError without a fallbackUri (SCG's
     # handleErrorWithoutFallback): the error is dropped, the exchange ends

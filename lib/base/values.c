@@ -682,3 +682,30 @@ bool sy__value_method(const char *s, char *upper, const char **why) {
     }
     return true;
 }
+
+static bool ascii_alnum(unsigned char b, bool hex) {
+    unsigned char l = (unsigned char)(b | 32);
+    return (b >= '0' && b <= '9') || (l >= 'a' && l <= (hex ? 'f' : 'z'));
+}
+
+bool sy__value_forward_path(const char *s, bool vars, const char **why) {
+    const char *w = NULL;
+    if (s[0] != '/' || s[1] == '/')
+        w = "needs a path starting with one '/' (forward:/path)";
+    for (const char *c = s; !w && *c; c++) {
+        unsigned char b = (unsigned char)*c;
+        if (b == '?' || b == '#')
+            w = "a query or fragment is not forwarded (the request goes to "
+                "the path with its own query)";
+        else if (b == '%' && !(ascii_alnum((unsigned char)c[1], true) &&
+                               ascii_alnum((unsigned char)c[2], true)))
+            w = "'%' not followed by two hex digits";
+        else if (!ascii_alnum(b, false) && !strchr("-._~!$&'()*+,;=:@/%", b) &&
+                 !(vars && (b == '{' || b == '}')))
+            w = "a space, control, non-ASCII or other byte a path cannot "
+                "carry as it is: percent-encode it (%20, %C3%A9)";
+    }
+    if (w && why)
+        *why = w;
+    return !w;
+}

@@ -46,5 +46,11 @@ bool sy__value_token(const char *s, const char **why);
 /* A method token; *upper receives the upper-cased copy (caller's buffer of
  * at least strlen(s)+1 bytes). */
 bool sy__value_method(const char *s, char *upper, const char **why);
+/* The path of a forward: uri or fallbackUri (after "forward:"), which the
+ * host dispatches again with the request's own query and sends upstream
+ * as written: "/" first (not "//"), no query or fragment, only bytes a
+ * request target's path carries (RFC 3986 pchar, %XX escapes); `vars`:
+ * {NAME}s too (a fallbackUri's, expanded and encoded by the host). */
+bool sy__value_forward_path(const char *s, bool vars, const char **why);
 
 #endif

@@ -109,9 +109,9 @@ static int uri_scheme(struct sy_route *r, const char *path, const char **rest,
     r->up_host = "";
     r->up_scheme = sc;
     if (sc == SY_SCHEME_FORWARD) {
-        if (!**rest || strpbrk(*rest, "?#")) /* '?': read as the path */
-            return sy__error_set(err, SY_EURI, path,
-                                 "forward: uri needs a path (no query)");
+        const char *why = NULL; /* dispatched again to the path, as is */
+        if (!sy__value_forward_path(*rest, false, &why))
+            return sy__error_set(err, SY_EURI, path, "forward: uri: %s", why);
         r->up_kind = SY_UPSTREAM_FORWARD;
         /* the path: the uri after "forward:" (sy_route_upstream) */
         *done = true;

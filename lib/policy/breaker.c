@@ -92,12 +92,10 @@ int sy__brk_compile(sy__pargs *p, sy__brk_cfg *cfg) {
                                  "'%.80s': only forward:/path is run (the "
                                  "request is dispatched again to that path)",
                                  v);
-        if (strpbrk(v + 8, "?#"))
-            return sy__parg_fail(p, SY_EURI, "fallbackUri",
-                                 "'%.80s': a query or fragment is not "
-                                 "forwarded (the request goes to the path "
-                                 "with its own query): write forward:/path",
-                                 v);
+        const char *why = NULL;
+        if (!sy__value_forward_path(v + 8, true, &why))
+            return sy__parg_fail(p, SY_EURI, "fallbackUri", "'%.80s': %s", v,
+                                 why);
         cfg->fallback = v + 8;
     }
     codes_ctx cc = {p, cfg};

@@ -240,17 +240,25 @@ def body(procs, c):
 
 
 def forward_query(gw, c, be):
-    """A query in a forward: uri or a fallbackUri was taken as part of the
-    path: /fb/x?fq=1 matched as a path and the client's query appended
-    after it (upstream query "fq=1?q=9"). Refused at the uri or the arg."""
-    cases = [
-        ({"id": "fq", "uri": "forward:/new/x?fq=1",
-          "predicates": ["Path=/fq/**"]}, "route.uri"),
-        ({"id": "fh", "uri": "forward:/new/x#top",
-          "predicates": ["Path=/fh/**"]}, "route.uri"),
+    """A forward: uri's or fallbackUri's path is dispatched again and sent
+    upstream as written. Accepted before: a query or fragment (taken as
+    part of the path, the client's query appended after it: "fq=1?q=9"),
+    a space (the upstream answered 400 to the request line), a control or
+    non-ASCII byte (sent raw), a bad %-escape, no leading '/' or an
+    authority. Refused at the uri or the arg, the path named."""
+    bad = ["/new/x?fq=1", "/new/x#top", "/new/a b", "/new/a\tb",
+           "/new/\u00e9", "/new/%zz", "new/x", "//host/new/x"]
+    cases = [({"id": "fq%d" % i, "uri": "forward:" + p,
+               "predicates": ["Path=/fq%d/**" % i]}, "route.uri")
+             for i, p in enumerate(bad)]
+    cases += [
         ({"id": "cq", "uri": be, "predicates": ["Path=/cq/**"],
           "filters": [{"name": "CircuitBreaker", "args": {
               "fallbackUri": "forward:/new/y?cq=2"}}]},
+         "route.filters[0].args.fallbackUri"),
+        ({"id": "cb", "uri": be, "predicates": ["Path=/cb/**"],
+          "filters": [{"name": "CircuitBreaker", "args": {
+              "fallbackUri": "forward:/new/a b"}}]},
          "route.filters[0].args.fallbackUri"),
         ({"id": "cs", "uri": be, "predicates": ["Path=/cs/**"],
           "filters": ["CircuitBreaker=cs, forward:/new/y?cq=2"]},
@@ -260,11 +268,12 @@ def forward_query(gw, c, be):
         st, _, out = gw.admin_call("PUT", "/routes/fq/" + route["id"], route)
         err = json.loads(out).get("error", {}) if st == 400 else {}
         c.ok(st == 400 and err.get("path") == where and
-             "query" in err.get("message", ""),
-             "%s: a query or fragment in a forward: path is refused at %s "
-             "(%d %r)" % (route["id"], where, st, out[:300]))
-    st, _, _ = gw.request("GET", "/fq/a?q=9")
-    c.eq(st, 404, "and no such route serves")
+             "forward:" in err.get("message", ""),
+             "%s: %r is refused at %s (%d %r)"
+             % (route["id"], route["uri"], where, st, out[:300]))
+    for i in range(len(bad)):
+        c.eq(gw.request("GET", "/fq%d/a?q=9" % i)[0], 404,
+             "and no route fq%d serves" % i)
 
 
 h.run("gateway_forward", body)

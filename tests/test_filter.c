@@ -425,6 +425,18 @@ START_TEST(add_request_header_expands_captured_vars) {
 }
 END_TEST
 
+/* A {var} is a decoded capture: an encoded CR LF in the path must not
+ * become a line break in a header (a header injected upstream, or a
+ * response split): control bytes but HTAB go out percent-encoded. */
+START_TEST(expansion_into_a_header_encodes_control_bytes) {
+    var("segment", "a\r\nX-Evil: 1\x7f\tz");
+    route(filt("AddRequestHeader", "name", "X-Seg", "value", "v-{segment}",
+               NULL));
+    run();
+    has_header(0, "X-Seg", "v-a%0D%0AX-Evil: 1%7F\tz");
+}
+END_TEST
+
 START_TEST(expansion_uses_the_last_capture_of_a_name) {
     var("x", "host-value");
     var("x", "path-value");
@@ -1435,6 +1447,7 @@ int main(void) {
     tcase_add_test(tc, plan_starts_from_the_request);
     tcase_add_test(tc, add_request_header_appends_a_header);
     tcase_add_test(tc, add_request_header_expands_captured_vars);
+    tcase_add_test(tc, expansion_into_a_header_encodes_control_bytes);
     tcase_add_test(tc, expansion_uses_the_last_capture_of_a_name);
     tcase_add_test(tc, expansion_of_an_unknown_var_is_empty);
     tcase_add_test(tc, expansion_leaves_braces_with_a_slash_alone);

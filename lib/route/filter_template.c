@@ -43,7 +43,8 @@ size_t sy__plan_put_byte(char *dst, unsigned char ch, bool plain) {
     return 1;
 }
 
-/* How put() writes: as it is; percent-encoded for a path (the template's
+/* How put() writes: as it is (a header value: control bytes but HTAB
+ * percent-encoded); percent-encoded for a path (the template's
  * own text, as Spring's UriTemplate encodes it); or encoded for a path but
  * with an encoded slash or backslash ("%2F", "%5c") kept as it is: a
  * variable's value, where such a sequence is one the capture kept encoded
@@ -63,8 +64,12 @@ static size_t put(char *dst, sy_str s, put_mode mode) {
     size_t n = 0;
     for (size_t i = 0; i < s.len; i++) {
         unsigned char ch = (unsigned char)s.ptr[i];
-        bool plain = mode == PUT_RAW || path_char(ch) ||
-                     (mode == PUT_PATH_VALUE && escaped_slash_at(s, i));
+        /* raw (a header value): a control byte but HTAB percent-encoded,
+         * never a line break a decoded {var} would put in the headers */
+        bool plain = mode == PUT_RAW
+                         ? (ch >= 0x20 || ch == '\t') && ch != 0x7F
+                         : path_char(ch) || (mode == PUT_PATH_VALUE &&
+                                             escaped_slash_at(s, i));
         n += sy__plan_put_byte(dst ? dst + n : NULL, ch, plain);
     }
     return n;

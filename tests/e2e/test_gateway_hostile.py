@@ -56,7 +56,12 @@ def body(procs, c):
              "predicates": ["Path=/api/**"]},
             {"id": "files", "uri": "http://127.0.0.1:%d" % b1,
              "predicates": ["Path=/files/{name}"],
-             "filters": ["SetPath=/store/{name}"]}]}))
+             "filters": ["SetPath=/store/{name}"]},
+            {"id": "inj", "uri": "http://127.0.0.1:%d" % b1,
+             "predicates": ["Path=/inj/{seg}"],
+             "filters": ["AddRequestHeader=X-Seg, v-{seg}",
+                         "AddResponseHeader=X-RSeg, v-{seg}",
+                         "SetRequestHeader=X-Set, {seg}"]}]}))
     gw = procs.gateway("--routes", routes, "--header-timeout", "1000",
                        "--max-header-bytes", "16384")
     port = gw.port
@@ -135,6 +140,18 @@ def body(procs, c):
                  b"Connection: close\r\n\r\n")
     c.eq(status_of(resp), 200, "/admin/../api/x is routed as /api/x")
     c.eq(forwarded_path(resp), "/api/x", "/admin/../api/x forwarded as /api/x")
+    # a {var} in a header value is the path's decoded segment: an encoded
+    # CR LF in it injected a header upstream and into the client's answer
+    # (response splitting). Kept encoded instead, no line break sent.
+    st, hd, data = gw.request("GET", "/inj/a%0d%0aX-Evil:%201%00")
+    sent = json.loads(data).get("headers", []) if st == 200 else []
+    names = [n.lower() for n, _ in sent]
+    c.ok(st == 200 and "x-evil" not in names and "x-evil" not in hd,
+         "an encoded CR LF in a {var} injects no header (%d %r %r)"
+         % (st, sent, sorted(hd)))
+    c.eq((h.echoed_header(data, "X-Seg"), hd.get("x-rseg")),
+         ("v-a%0D%0AX-Evil: 1%00", "v-a%0D%0AX-Evil: 1%00"),
+         "the control bytes go out percent-encoded, as the client sent them")
     alive("hostile paths")
     c.eq(gw.proc.poll(), None, "the gateway process is up")
 

@@ -436,7 +436,7 @@ START_TEST(canonical_form_escapes_at_every_position) {
                          "ABCDEFGHIJKLMNOPQRSTU");
                 snprintf(json, sizeof json,
                          "{\"id\":\"%s\",\"uri\":\"http://b\",\"filters\":"
-                         "[\"AddRequestHeader=X-A, %s\"],\"metadata\":"
+                         "[\"AddRequestParameter=x, %s\"],\"metadata\":"
                          "{\"%s\":\"%s\"}}",
                          text, text, text, text);
                 struct sy_route *r = route(json);

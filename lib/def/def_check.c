@@ -19,6 +19,18 @@ int sy__def_arg_error(const sy__entry_ctx *ec, int code, const char *key,
     return sy__error_set(err, code, p, "%s: %s: %s", ec->name, key, reason);
 }
 
+/* A header field's value as written: a control byte but HTAB (a CR LF
+ * would end the header and begin another) is refused. */
+static bool field_value(const char *v, const char **why) {
+    for (const unsigned char *p = (const unsigned char *)v; *p; p++)
+        if ((*p < 0x20 && *p != '\t') || *p == 0x7f) {
+            *why = "a header value must not contain CR, LF or other control "
+                   "characters (HTAB aside)";
+            return false;
+        }
+    return true;
+}
+
 /* Validate one value by its field type. */
 int sy__def_check_value(const sy__field_spec *f, const sy__entry_ctx *ec,
                         const char *v, sy_error *err) {
@@ -68,6 +80,13 @@ int sy__def_check_value(const sy__field_spec *f, const sy__entry_ctx *ec,
     }
     case SY_FT_METHOD:
     case SY_FT_HEADER_NAME: ok = sy__value_token(v, &why); break;
+    case SY_FT_HOST:
+    case SY_FT_FIELD_VALUE:
+        if (f->type == SY_FT_HOST && !*v)
+            return sy__def_arg_error(ec, SY_EMISSING, f->name,
+                                     "must not be empty", err);
+        ok = field_value(v, &why);
+        break;
     case SY_FT_KEYVALUE: {
         const char *colon = strchr(v, ':');
         if (!colon || colon == v) {
@@ -81,7 +100,8 @@ int sy__def_check_value(const sy__field_spec *f, const sy__entry_ctx *ec,
             if (ok) {
                 memcpy(name, v, n);
                 name[n] = '\0';
-                ok = sy__value_token(name, &why);
+                ok =
+                    sy__value_token(name, &why) && field_value(colon + 1, &why);
             }
         }
         break;

@@ -88,6 +88,43 @@ def body(procs, c):
          "a StripPrefix on a forward: route is refused at the filter "
          "(%d %r)" % (st, out[:300]))
 
+    # A header value (or name) the route writes holds a line break: it was
+    # accepted and sent as written, one header becoming two upstream or in
+    # the client's answer. Refused at the arg.
+    crlf = "a\r\nX-Evil: 1"
+    for i, (f, where) in enumerate([
+            ({"name": "AddRequestHeader", "args": {"name": "X-A",
+                                                   "value": crlf}}, "value"),
+            ({"name": "SetResponseHeader", "args": {"name": "X-A",
+                                                    "value": crlf}}, "value"),
+            ({"name": "AddResponseHeader", "args": {"name": "X-A",
+                                                    "value": crlf}}, "value"),
+            ({"name": "SetRequestHeader", "args": {"name": "X-A",
+                                                   "value": crlf}}, "value"),
+            ({"name": "SetRequestHostHeader", "args": {"host": crlf}},
+             "host"),
+            ({"name": "AddRequestHeadersIfNotPresent",
+              "args": {"headers": "X-A:" + crlf}}, "headers"),
+            ({"name": "RewriteResponseHeader", "args": {
+                "name": "X-A", "regexp": "a", "replacement": crlf}},
+             "replacement"),
+            ({"name": "RewriteLocationResponseHeader", "args": {
+                "hostValue": crlf}}, "hostValue"),
+            ({"name": "RequestHeaderSize", "args": {
+                "maxSize": "1KB", "errorHeaderName": "X-E\r\nX-Evil"}},
+             "errorHeaderName"),
+            ({"name": "RequestHeaderSize", "args": {
+                "maxSize": "1KB", "errorHeaderName": ""}},
+             "errorHeaderName")]):
+        r = {"id": "h%d" % i, "uri": B, "predicates": ["Path=/h%d" % i],
+             "filters": [f]}
+        st, _, out = g.admin_call("PUT", "/routes/hv/h%d" % i, r)
+        err = json.loads(out).get("error", {}) if st == 400 else {}
+        c.ok(st == 400 and
+             err.get("path") == "route.filters[0].args." + where,
+             "%s: a line break or empty name in %s is refused at it "
+             "(%d %r)" % (f["name"], where, st, out[:200]))
+
     # An admin change's query says how to make it: a key the gateway does
     # not read (a misspelt ?version= of a rollback) must not leave a
     # different change made (the previous version rolled back to).

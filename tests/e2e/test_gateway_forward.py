@@ -237,6 +237,30 @@ def body(procs, c):
     c.eq(hd.get("location"), "http://backend.internal:8080",
          "Location without a path after the host: unchanged (as SCG)")
     forward_query(gw, c, be)
+    cors_items(gw, c, be)
+
+
+def cors_items(gw, c, be):
+    """A cors list item the gateway would write into a header as it is, or
+    compare with a request's: a line break in exposedHeaders became a
+    header of the answer (X-Evil), one in an origin or a method never
+    matched (every CORS request 403). Refused at apply, the key named."""
+    crlf = "a\r\nX-Evil: 1"
+    for i, (key, val) in enumerate([
+            ("exposedHeaders", [crlf]), ("allowedHeaders", crlf),
+            ("allowedMethods", ["GET\r\nX-Evil: 1"]),
+            ("allowedMethods", "GET POST"),
+            ("allowedOrigins", "https://a.example\r\nX-Evil: 1"),
+            ("allowedOriginPatterns", "https://*.example x")]):
+        cors = {"allowedOrigins": "*"}
+        cors[key] = val
+        r = {"id": "ci%d" % i, "uri": be, "predicates": ["Path=/ci%d" % i],
+             "metadata": {"cors": cors}}
+        st, _, out = gw.admin_call("PUT", "/routes/ci/ci%d" % i, r)
+        err = json.loads(out).get("error", {}) if st == 400 else {}
+        c.ok(st == 400 and err.get("path") == "route.metadata.cors" and
+             key in err.get("message", ""),
+             "cors %s %r is refused, named (%d %r)" % (key, val, st, out[:200]))
 
 
 def forward_query(gw, c, be):

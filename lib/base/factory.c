@@ -286,7 +286,7 @@ static const sy__factory_spec builtins[] = {
      false,
      2,
      {F("regexp", SY_FT_REGEX, true, NULL),
-      F("replacement", SY_FT_STRING, true, NULL)},
+      F("replacement", SY_FT_PATH_TEXT, true, NULL)},
      HEAD("RewritePath")},
     {"RewriteLocationResponseHeader",
      SY_F_REWRITE_LOCATION_RESPONSE_HEADER,

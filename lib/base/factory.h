@@ -31,7 +31,9 @@ typedef enum sy__field_type {
     SY_FT_STRIP_MODE,   /* NEVER_STRIP / AS_IN_REQUEST / ALWAYS_STRIP */
     SY_FT_URL,          /* absolute or relative URL for RedirectTo */
     SY_FT_FIELD_VALUE,  /* a header value: no control byte but HTAB */
-    SY_FT_HOST          /* a non-empty header value (SetRequestHostHeader) */
+    SY_FT_HOST,         /* a non-empty header value (SetRequestHostHeader) */
+    SY_FT_PATH_TEXT     /* text sent as a request path: no space, control or
+                           non-ASCII byte (RewritePath's replacement) */
 } sy__field_type;
 
 typedef struct sy__field_spec {

@@ -87,6 +87,12 @@ int sy__def_check_value(const sy__field_spec *f, const sy__entry_ctx *ec,
                                      "must not be empty", err);
         ok = field_value(v, &why);
         break;
+    case SY_FT_PATH_TEXT:
+        for (const unsigned char *p = (const unsigned char *)v; ok && *p; p++)
+            ok = *p > 0x20 && *p < 0x7f;
+        why = "a path must not contain spaces, control characters or "
+              "non-ASCII bytes (percent-encode them: %20, %C3%A9)";
+        break;
     case SY_FT_KEYVALUE: {
         const char *colon = strchr(v, ':');
         if (!colon || colon == v) {

@@ -125,6 +125,21 @@ def body(procs, c):
              "%s: a line break or empty name in %s is refused at it "
              "(%d %r)" % (f["name"], where, st, out[:200]))
 
+    # RewritePath's replacement is the path sent upstream: a space or a
+    # line break in it went into the request line as written (the upstream
+    # answered 400, or read a header of the route's making).
+    for i, rep in enumerate(["/x y/${s}", "/x\r\nX-Evil: 1/${s}",
+                             "/caf\u00e9/${s}"]):
+        r = {"id": "rp%d" % i, "uri": B, "predicates": ["Path=/rp%d/**" % i],
+             "filters": [{"name": "RewritePath", "args": {
+                 "regexp": "/rp%d/(?<s>.*)" % i, "replacement": rep}}]}
+        st, _, out = g.admin_call("PUT", "/routes/rp/rp%d" % i, r)
+        err = json.loads(out).get("error", {}) if st == 400 else {}
+        c.ok(st == 400 and
+             err.get("path") == "route.filters[0].args.replacement",
+             "RewritePath replacement %r is refused at it (%d %r)"
+             % (rep, st, out[:200]))
+
     # An admin change's query says how to make it: a key the gateway does
     # not read (a misspelt ?version= of a rollback) must not leave a
     # different change made (the previous version rolled back to).

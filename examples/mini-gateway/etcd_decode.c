@@ -809,6 +809,23 @@ int etcd_decode_instance(const char *key_id, const char *json, size_t len,
     const cJSON *md = cJSON_GetObjectItemCaseSensitive(o, "metadata");
     sy_instance in = {0};
     in.id = key_id;
+    static const char *const known[] = {"id",    "host",   "port",    "weight",
+                                        "state", "secure", "metadata"};
+    const size_t nknown = sizeof known / sizeof *known;
+    for (const cJSON *it = cJSON_IsObject(o) ? o->child : NULL; it;
+         it = it->next) {
+        size_t k = 0;
+        while (k < nknown && strcmp(it->string, known[k]))
+            k++;
+        if (k == nknown) { /* the file's format: a typo is not dropped */
+            snprintf(err, err_len,
+                     "%.60s: not a field of an instance (id, host, port, "
+                     "weight, state, secure, metadata)",
+                     it->string);
+            cJSON_Delete(o);
+            return -1;
+        }
+    }
     if (!cJSON_IsObject(o))
         what = "$: expected an object";
     else if (id && (!cJSON_IsString(id) || strcmp(id->valuestring, key_id)))
@@ -819,10 +836,11 @@ int etcd_decode_instance(const char *key_id, const char *json, size_t len,
              port->valuedouble > 65535 ||
              port->valuedouble != (double)(int)port->valuedouble)
         what = "port: expected an integer in 1..65535";
-    else if (weight && (!cJSON_IsNumber(weight) || weight->valuedouble < 0 ||
+    else if (weight && (!cJSON_IsNumber(weight) || weight->valuedouble < 1 ||
                         weight->valuedouble > 4294967295.0 ||
                         weight->valuedouble != floor(weight->valuedouble)))
-        what = "weight: expected an integer in 0..4294967295";
+        what = "weight: expected an integer in 1..4294967295 (0 would count "
+               "as 1: to take an instance out, set its state)";
     else if (secure && !cJSON_IsBool(secure))
         what = "secure: expected true or false";
     else if (cJSON_IsTrue(secure)) /* run or refuse: no TLS client */

@@ -122,6 +122,18 @@ d.wait_revision(rev)
 svc = d.status()["etcd"]["services"][0]
 t.ok(svc["instances"] == 2 and "secure" in (svc["error"] or ""),
      "a secure instance is refused with its field", svc)
+# the instances file's format: a key it does not have ("wieght") and a
+# weight of 0 (which counts as 1: an instance meant to take no traffic
+# took a full share) were accepted, the setting lost
+for value, field in [('{"host": "10.0.0.3", "port": 8080, "wieght": 3}',
+                      "wieght"),
+                     ('{"host": "10.0.0.3", "port": 8080, "weight": 0}',
+                      "weight")]:
+    rev = etcd.put(P + "instances/orders/o3", value)
+    d.wait_revision(rev)
+    svc = d.status()["etcd"]["services"][0]
+    t.ok(svc["instances"] == 2 and field in (svc["error"] or ""),
+         "an instance with %s is refused with its field" % field, svc)
 rev = etcd.delete(P + "instances/orders/o3")
 rev = etcd.delete(P + "instances/orders/o2")
 d.wait_revision(rev)

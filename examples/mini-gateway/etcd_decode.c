@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 char *etcd_strdup(const char *s) {
     size_t n = strlen(s) + 1;
@@ -851,11 +852,11 @@ int etcd_decode_instance(const char *key_id, const char *json, size_t len,
         what = "metadata: expected an object of strings";
     if (!what && st) {
         const char *s = st->valuestring;
-        if (strcmp(s, "up") == 0)
+        if (strcasecmp(s, "up") == 0) /* any case, as the file's */
             in.state = SY_INSTANCE_UP;
-        else if (strcmp(s, "draining") == 0)
+        else if (strcasecmp(s, "draining") == 0)
             in.state = SY_INSTANCE_DRAINING;
-        else if (strcmp(s, "down") == 0)
+        else if (strcasecmp(s, "down") == 0)
             in.state = SY_INSTANCE_DOWN;
         else
             what = "state: expected \"up\", \"draining\" or \"down\"";
@@ -870,12 +871,30 @@ int etcd_decode_instance(const char *key_id, const char *json, size_t len,
             return -2;
         }
         size_t k = 0;
-        const cJSON *kv;
+        cJSON *kv;
         cJSON_ArrayForEach(kv, md) {
             if (what)
                 break;
+            /* as the file's: an integer or a boolean is its text */
+            double dv = kv->valuedouble;
+            char num[32];
+            cJSON *text = NULL;
+            if (cJSON_IsBool(kv))
+                text = cJSON_CreateString(cJSON_IsTrue(kv) ? "true" : "false");
+            else if (cJSON_IsNumber(kv) && dv == floor(dv) && fabs(dv) < 1e15) {
+                snprintf(num, sizeof num, "%.0f", dv);
+                text = cJSON_CreateString(num);
+            }
+            if (text && !cJSON_ReplaceItemInObjectCaseSensitive(
+                            (cJSON *)md, kv->string, text))
+                cJSON_Delete(text);
+            else if (text)
+                kv = text;
             if (!cJSON_IsString(kv)) {
-                snprintf(err, err_len, "metadata.%s: expected a string",
+                snprintf(err, err_len,
+                         "metadata.%s: expected a string (an integer or a "
+                         "boolean is taken as its text; write a version "
+                         "such as 1.10 as a string)",
                          kv->string);
                 free(kvs);
                 cJSON_Delete(o);

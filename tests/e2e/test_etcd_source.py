@@ -134,6 +134,26 @@ for value, field in [('{"host": "10.0.0.3", "port": 8080, "wieght": 3}',
     svc = d.status()["etcd"]["services"][0]
     t.ok(svc["instances"] == 2 and field in (svc["error"] or ""),
          "an instance with %s is refused with its field" % field, svc)
+# what the instances file (and PUT /instances, which writes its list here
+# with --etcd) accepts: a state in any case, an integer or boolean
+# metadata value as its text. Refused here before, so an admin PUT the
+# gateway answered 200 never took effect.
+rev = etcd.put(P + "instances/orders/o3",
+               '{"host": "10.0.0.3", "port": 8080, "state": "Draining", '
+               '"metadata": {"version": 2, "canary": true}}')
+d.wait_revision(rev)
+svc = d.status()["etcd"]["services"][0]
+t.ok(svc["instances"] == 3 and svc["error"] is None,
+     "an instance in the file's spelling (state Draining, version 2) is "
+     "taken", svc)
+rev = etcd.put(P + "instances/orders/o3",
+               '{"host": "10.0.0.3", "port": 8080, '
+               '"metadata": {"version": 1.10}}')
+d.wait_revision(rev)
+svc = d.status()["etcd"]["services"][0]
+t.ok("metadata.version" in (svc["error"] or ""),
+     "a fraction in metadata is refused, as in the file (1.10 reads 1.1)",
+     svc)
 rev = etcd.delete(P + "instances/orders/o3")
 rev = etcd.delete(P + "instances/orders/o2")
 d.wait_revision(rev)

@@ -471,6 +471,14 @@ def fill_instance(c: Any, inst: Instance, keep: List[Any]) -> None:
     c.host = s(inst.host)
     c.port = inst.port
     c.secure = bool(inst.secure)
+    # the library reads 0 as 1 (a zeroed struct's default): refused here,
+    # as the instances format refuses it, not taken as a full share
+    if isinstance(inst.weight, bool) or not isinstance(inst.weight, int) \
+            or not 1 <= inst.weight <= 0xFFFFFFFF:
+        raise _errors.InvalidArgumentError(
+            f"instance {inst.id!r}: weight {inst.weight!r}: must be an "
+            "integer from 1 to 4294967295 (0 would count as 1; to take an "
+            "instance out, set its state)")
     c.weight = inst.weight
     c.state = int(InstanceState(inst.state))
     meta = list(inst.metadata.items())

@@ -160,6 +160,22 @@ def test_version_aware_selection(router):
                          headers={"version": "1.9"}).id == "old"
 
 
+def test_a_weight_of_zero_is_refused_not_taken_as_one(router):
+    # the library reads weight 0 as 1 (a zeroed struct's default): an
+    # instance meant to take no traffic took a full share
+    with pytest.raises(sy.InvalidArgumentError, match="weight"):
+        router.set_instances("orders", [sy.Instance("o1", "h", 1, weight=0)])
+    with pytest.raises(sy.InvalidArgumentError, match="weight"):
+        router.set_instances("orders", [{"id": "o1", "host": "h", "port": 1,
+                                         "weight": 0}])
+    router.set_instances("orders", [sy.Instance("o1", "h", 1)])
+    with pytest.raises(sy.InvalidArgumentError, match="weight"):
+        router.update_instances("orders", [sy.InstanceDelta.weight("o1", 0)])
+    with router.change_set() as cs, pytest.raises(sy.InvalidArgumentError):
+        cs.set_instances("orders", [sy.Instance("o1", "h", 1, weight=0)])
+    assert router.select(url="/api/orders/1").id == "o1"
+
+
 def test_events_are_delivered_to_a_callable(gateway):
     events = []
     with sy.Router(on_event=events.append) as r:

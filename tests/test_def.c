@@ -1142,6 +1142,50 @@ START_TEST(metadata_status_disabled_disables_the_route) {
 }
 END_TEST
 
+/* SCG 4.2's RouteDefinition.enabled: false disables the route, as
+ * metadata.status "disabled" does (and is that in the route's metadata, so
+ * the two spellings are one route to a diff); not a boolean, or saying the
+ * opposite of an explicit status, is refused at the key. */
+START_TEST(enabled_false_disables_the_route) {
+    sy_document *d =
+        parse_ok("[{\"id\":\"a\",\"uri\":\"no://op\",\"enabled\":false,"
+                 "\"metadata\":{\"x\":\"1\",\"z\":\"2\"}},"
+                 "{\"id\":\"b\",\"uri\":\"no://op\",\"enabled\":true},"
+                 "{\"id\":\"c\",\"uri\":\"no://op\",\"enabled\":false,"
+                 "\"metadata\":{\"status\":\"disabled\"}},"
+                 "{\"id\":\"e\",\"uri\":\"no://op\",\"enabled\":null}]",
+                 false);
+    const sy_route *a = sy_document_route(d, 0);
+    ck_assert(sy_route_disabled(a));
+    ck_assert_str_eq(sy_route_metadata_at(a, 0).key, "status");
+    ck_assert_str_eq(sy_route_metadata_at(a, 0).value, "disabled");
+    ck_assert_str_eq(sy_route_metadata_at(a, 1).key, "x");
+    ck_assert_str_eq(sy_route_metadata_at(a, 2).key, "z");
+    ck_assert(!sy_route_disabled(sy_document_route(d, 1)));
+    ck_assert(sy_route_disabled(sy_document_route(d, 2)));
+    ck_assert(!sy_route_disabled(sy_document_route(d, 3)));
+    sy_document_free(d);
+    sy_error e;
+    ck_assert_int_eq(parse_err("[{\"id\":\"a\",\"uri\":\"no://op\","
+                               "\"enabled\":\"false\"}]",
+                               NULL, &e),
+                     SY_ETYPE);
+    ck_assert_str_eq(e.path, "[0].enabled");
+    ck_assert_int_eq(parse_err("[{\"id\":\"a\",\"uri\":\"no://op\","
+                               "\"enabled\":false,\"metadata\":"
+                               "{\"status\":\"enabled\"}}]",
+                               NULL, &e),
+                     SY_EARG);
+    ck_assert_str_eq(e.path, "[0].enabled");
+    ck_assert_int_eq(parse_err("[{\"id\":\"a\",\"uri\":\"no://op\","
+                               "\"enabled\":true,\"metadata\":"
+                               "{\"status\":\"disabled\"}}]",
+                               NULL, &e),
+                     SY_EARG);
+    ck_assert_ptr_nonnull(strstr(e.message, "metadata.status"));
+}
+END_TEST
+
 START_TEST(order_defaults_to_zero_and_accepts_int32) {
     sy_document *d =
         parse_ok("[{\"id\":\"a\",\"uri\":\"no://op\"},{\"id\":\"b\",\"uri\":"
@@ -1585,6 +1629,7 @@ int main(void) {
     tcase_add_test(tc, upstream_of_every_uri_scheme);
     tcase_add_test(tc, metadata_is_sorted_and_non_strings_are_json_text);
     tcase_add_test(tc, metadata_status_disabled_disables_the_route);
+    tcase_add_test(tc, enabled_false_disables_the_route);
     tcase_add_test(tc, order_defaults_to_zero_and_accepts_int32);
     tcase_add_test(tc, route_accessors_report_predicates);
     tcase_add_test(tc, routes_outlive_their_document);

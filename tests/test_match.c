@@ -261,6 +261,30 @@ START_TEST(disabled_route_is_skipped) {
 }
 END_TEST
 
+/* "enabled": false (SCG 4.2) is skipped as metadata.status "disabled" is,
+ * and a change between the two spellings is no change to the route. */
+START_TEST(enabled_false_route_is_skipped) {
+    sy_router *r = router_with(
+        "[{\"id\":\"off\",\"uri\":\"http://a\",\"predicates\":[\"Path=/x\"],"
+        "\"enabled\":false},"
+        " {\"id\":\"on\",\"uri\":\"http://b\",\"predicates\":[\"Path=/x\"]}]");
+    rq q = request("GET", "h", "/x");
+    ck_assert_match(r, &q, "on");
+    const char *same =
+        "[{\"id\":\"off\",\"uri\":\"http://a\",\"predicates\":[\"Path=/x\"],"
+        "\"metadata\":{\"status\":\"disabled\"}},"
+        " {\"id\":\"on\",\"uri\":\"http://b\",\"predicates\":[\"Path=/x\"]}]";
+    sy_report *rep = NULL;
+    ck_assert_int_eq(sy_router_apply(r, "main", same, strlen(same), &rep, NULL),
+                     0);
+    ck_assert_uint_eq(sy_diff_updated_count(sy_report_diff(rep)), 0);
+    ck_assert_uint_eq(sy_diff_unchanged_count(sy_report_diff(rep)), 2);
+    sy_report_free(rep);
+    ck_assert_match(r, &q, "on");
+    sy_router_free(r);
+}
+END_TEST
+
 START_TEST(disabled_only_route_gives_no_match) {
     sy_router *r =
         router_with("[{\"id\":\"off\",\"uri\":\"http://a\",\"predicates\":[],"
@@ -2108,6 +2132,7 @@ int main(void) {
     tcase_add_test(tc, order_beats_source_registration_order);
     tcase_add_test(tc, disabled_route_is_skipped);
     tcase_add_test(tc, disabled_only_route_gives_no_match);
+    tcase_add_test(tc, enabled_false_route_is_skipped);
     tcase_add_test(tc, routes_without_path_or_host_are_found_in_rank_order);
     tcase_add_test(tc, trailing_slash_matches_by_default);
     tcase_add_test(tc, trailing_slash_false_requires_exact_path);

@@ -498,19 +498,20 @@ static cJSON *route_json(scg_converter *c, const node *r, const char *path,
         return NULL;
     }
     static const char *const fields[] = {"id",      "uri",      "predicates",
-                                         "filters", "metadata", "order"};
-    const node *f[6] = {0};
+                                         "filters", "metadata", "order",
+                                         "enabled"};
+    const node *f[7] = {0};
     for (size_t i = 0; i < r->n; i++) {
         size_t k = 0;
-        while (k < 6 && !scg_relaxed_eq(r->kids[i]->key, fields[k]))
+        while (k < 7 && !scg_relaxed_eq(r->kids[i]->key, fields[k]))
             k++;
-        if (k < 6)
+        if (k < 7)
             f[k] = r->kids[i];
         else
             scg_issue_add(
                 c, true, r->kids[i]->file, r->kids[i]->line,
                 "%s.%s: not a route field (id, uri, predicates, filters, "
-                "metadata, order)",
+                "metadata, order, enabled)",
                 path, r->kids[i]->key);
     }
     cJSON *o = cJSON_CreateObject();
@@ -580,6 +581,25 @@ static cJSON *route_json(scg_converter *c, const node *r, const char *path,
             scg_issue_add(c, true, f[5]->file, f[5]->line,
                           "%s: expected an integer, not \"%s\"", p, v ? v : "");
         free(v);
+    }
+    if (f[6]) { /* SCG 4.2: false turns the route off */
+        sub(p, sizeof p, path, ".enabled");
+        /* as Spring binds a boolean: true/false, on/off, yes/no */
+        cJSON *v = f[6]->kind == N_SCALAR && f[6]->value
+                       ? scg_scalar_json(c, f[6], p, NULL, false)
+                       : NULL;
+        const char *t = cJSON_IsString(v) ? v->valuestring : "";
+        static const char *const words[] = {"true", "on",  "yes",
+                                            "false", "off", "no"};
+        size_t k = 0;
+        while (k < 6 && strcasecmp(t, words[k]) != 0)
+            k++;
+        if (k < 6)
+            cJSON_AddBoolToObject(o, "enabled", k < 3);
+        else
+            scg_issue_add(c, true, f[6]->file, f[6]->line,
+                          "%s: expected true or false, not \"%s\"", p, t);
+        cJSON_Delete(v);
     }
     return o;
 }

@@ -115,6 +115,17 @@ void sy__def_shortcut_error(sy_error *err, const char *entry_path);
  * values are checked by sy__route_check_select). */
 int sy__def_build_metadata(struct sy_route *r, const cJSON *md,
                            const char *path, const sy__alloc *a, sy_error *err);
+/* r's metadata "status" set to "disabled" (enabled false) or dropped
+ * (enabled true), the other keys kept in order, and r->disabled to match;
+ * false: out of memory (r unchanged). */
+bool sy__def_set_status(struct sy_route *r, bool enabled);
+/* The route object's "enabled" (SCG 4.2's RouteDefinition.enabled; NULL:
+ * absent): false disables the route as metadata.status "disabled" does
+ * (and is that in its canonical form); not a boolean, or contradicting an
+ * explicit metadata.status, is an error at PATH.enabled. After the
+ * metadata is built. */
+int sy__def_build_enabled(struct sy_route *r, const cJSON *en, const char *path,
+                          sy_error *err);
 
 /*
  * Every error of a route whose build failed with `first` (lenient parses):

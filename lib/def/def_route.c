@@ -412,11 +412,62 @@ static int build_order(struct sy_route *r, const cJSON *o, const char *path,
     return 0;
 }
 
+bool sy__def_set_status(struct sy_route *r, bool enabled) {
+    /* metadata without "status", then "status": "disabled" if wanted */
+    size_t n = 0;
+    sy_kv *md =
+        sy__arena_alloc(&r->arena, (r->more->metadata_count + 1) * sizeof *md);
+    sy__route_more *m = md ? sy__route_more_own(r) : NULL;
+    if (!m)
+        return false;
+    bool placed = enabled;
+    for (size_t i = 0; i < m->metadata_count; i++) {
+        int cmp = strcmp(m->metadata[i].key, "status");
+        if (!placed && cmp > 0) {
+            md[n++] = (sy_kv){"status", "disabled"};
+            placed = true;
+        }
+        if (cmp != 0)
+            md[n++] = m->metadata[i];
+    }
+    if (!placed)
+        md[n++] = (sy_kv){"status", "disabled"};
+    m->metadata = md;
+    m->metadata_count = (uint32_t)n;
+    r->disabled = !enabled;
+    return true;
+}
+
+int sy__def_build_enabled(struct sy_route *r, const cJSON *en, const char *path,
+                          sy_error *err) {
+    char p[256];
+    if (!en || sy__def_is_null(en))
+        return 0;
+    sy__path_join(p, sizeof p, path, "enabled");
+    if (!cJSON_IsBool(en))
+        return sy__error_set(err, SY_ETYPE, p, "enabled must be true or false");
+    bool on = cJSON_IsTrue(en), status = false;
+    for (size_t i = 0; i < r->more->metadata_count; i++)
+        status |= strcmp(r->more->metadata[i].key, "status") == 0;
+    /* an explicit metadata.status that says otherwise: which one holds? */
+    if (status && on == r->disabled)
+        return sy__error_set(err, SY_EARG, p,
+                             "enabled is %s but metadata.status is \"%s\": "
+                             "say it once",
+                             on ? "true" : "false",
+                             on ? "disabled" : "enabled");
+    if (on || r->disabled)
+        return 0;
+    if (!sy__def_set_status(r, false))
+        return sy__error_set(err, SY_ENOMEM, p, "out of memory");
+    return 0;
+}
+
 /* The members of a route object that a route reads, found in one walk
  * over its keys: the first of repeated keys, as
  * cJSON_GetObjectItemCaseSensitive finds. */
 typedef struct route_fields {
-    const cJSON *id, *uri, *order, *predicates, *filters, *metadata;
+    const cJSON *id, *uri, *order, *predicates, *filters, *metadata, *enabled;
 } route_fields;
 
 static inline bool key_eq(const char *k, const char *lit) {
@@ -440,6 +491,7 @@ static void find_fields(const cJSON *obj, route_fields *f) {
             slot = key_eq(k + 1, "redicates") ? &f->predicates : NULL;
             break;
         case 'f': slot = key_eq(k + 1, "ilters") ? &f->filters : NULL; break;
+        case 'e': slot = key_eq(k + 1, "nabled") ? &f->enabled : NULL; break;
         case 'm': slot = key_eq(k + 1, "etadata") ? &f->metadata : NULL; break;
         default: break;
         }
@@ -504,6 +556,8 @@ static int fill_route(const sy__def_ctx *ctx, struct sy_route *r, sy__arena *ea,
     if (rc)
         return rc;
     rc = sy__def_build_metadata(r, f->metadata, path, ctx->alloc, err);
+    if (!rc)
+        rc = sy__def_build_enabled(r, f->enabled, path, err);
     if (!rc && sy__route_check_select(r, path, err, err ? 1 : 0))
         rc = SY_EARG;
     return rc;

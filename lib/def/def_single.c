@@ -86,30 +86,10 @@ int sy__def_route_with_enabled(const struct sy_route *r, bool enabled,
     struct sy_route *c = sy__def_clone(r);
     if (!c)
         return sy__error_set(err, SY_ENOMEM, "", "out of memory");
-    /* metadata without "status", then "status": "disabled" if wanted */
-    size_t n = 0;
-    sy_kv *md =
-        sy__arena_alloc(&c->arena, (c->more->metadata_count + 1) * sizeof *md);
-    sy__route_more *m = md ? sy__route_more_own(c) : NULL;
-    if (!m) {
+    if (!sy__def_set_status(c, enabled)) {
         sy__route_unref(c);
         return sy__error_set(err, SY_ENOMEM, "", "out of memory");
     }
-    bool placed = enabled;
-    for (size_t i = 0; i < m->metadata_count; i++) {
-        int cmp = strcmp(m->metadata[i].key, "status");
-        if (!placed && cmp > 0) {
-            md[n++] = (sy_kv){"status", "disabled"};
-            placed = true;
-        }
-        if (cmp != 0)
-            md[n++] = m->metadata[i];
-    }
-    if (!placed)
-        md[n++] = (sy_kv){"status", "disabled"};
-    m->metadata = md;
-    m->metadata_count = (uint32_t)n;
-    c->disabled = !enabled;
     sy__compile_env env = {c->alloc, opts->registry, NULL, NULL,
                            sy__def_host_runs(opts)};
     if ((rc = sy__route_compile(c, &env, "", err))) {

@@ -123,10 +123,35 @@ Y
 "$bin" convert "$tmp/bad.yml" >/dev/null 2>"$tmp/bad.err"
 same "bad routes fail" 1 "$?"
 same "every error located" \
-    "$tmp/bad.yml:7: spring.cloud.gateway.routes[0].predicate: not a route field (id, uri, predicates, filters, metadata, order)
+    "$tmp/bad.yml:7: spring.cloud.gateway.routes[0].predicate: not a route field (id, uri, predicates, filters, metadata, order, enabled)
 $tmp/bad.yml:9: spring.cloud.gateway.routes[1]: no id (switchyard needs one; SCG would make up a random one)
 $tmp/bad.yml:10: spring.cloud.gateway.routes[1].order: expected an integer, not \"first\"" \
     "$(cat "$tmp/bad.err")"
+# SCG 4.2's enabled: false turns a route off; it stays in the document,
+# disabled (what switchyard check and the router read as such)
+cat >"$tmp/off.yml" <<'Y'
+spring:
+  cloud:
+    gateway:
+      routes:
+        - id: off
+          uri: http://x
+          enabled: false
+        - id: on
+          uri: http://y
+          enabled: "TRUE"
+        - id: bad
+          uri: http://z
+          enabled: maybe
+Y
+"$bin" convert "$tmp/off.yml" >/dev/null 2>"$tmp/off.err"
+same "an enabled that is not a boolean fails, located" \
+    "1|$tmp/off.yml:13: spring.cloud.gateway.routes[2].enabled: expected true or false, not \"maybe\"" \
+    "$?|$(cat "$tmp/off.err")"
+head -n 10 "$tmp/off.yml" >"$tmp/off2.yml"
+"$bin" convert "$tmp/off2.yml" >"$tmp/off.json" 2>/dev/null
+same "enabled carried over as a boolean" "False True" \
+    "$(jpy "$tmp/off.json" 'str(d[0]["enabled"]) + " " + str(d[1]["enabled"])')"
 printf 'spring:\n  cloud: [a\n' >"$tmp/syntax.yml"
 "$bin" convert "$tmp/syntax.yml" >/dev/null 2>"$tmp/syn.err"
 same "a YAML syntax error fails, with its line" "1|1" \

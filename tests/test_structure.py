@@ -59,7 +59,8 @@ FLOORS = [
         [("route", "route_host_check")],
     ]),
     ("def", [
-        [("def", "def_build", "def_route", "def_entry", "def_canon",
+        [("def", "def_build", "def_route", "def_metadata", "def_entry",
+          "def_canon",
           "def_probe", "def_scan", "def_tree", "def_single", "def_memo",
           "def_shortcut", "def_check", "def_json"),
          ("instances",)],

@@ -965,6 +965,23 @@ static int parse_endpoints(gw_etcd *e, const char *url, char *err,
                      (int)len, p, (size_t)(p - url));
             return -1;
         }
+        /* what the client would not use: refused, not dropped */
+        static const struct {
+            int field;
+            const char *what;
+        } extra[] = {{UF_USERINFO, "a user and password (use "
+                                   "--etcd-user and --etcd-password-file)"},
+                     {UF_PATH, "a path (the gateway speaks /v3/...)"},
+                     {UF_QUERY, "a query"},
+                     {UF_FRAGMENT, "a fragment"}};
+        for (size_t k = 0; k < sizeof extra / sizeof *extra; k++)
+            if (u.field_set & (1 << extra[k].field)) {
+                snprintf(err, err_len,
+                         "\"%.*s\" (offset %zu) has %s: an endpoint is "
+                         "http(s)://host:port",
+                         (int)len, p, (size_t)(p - url), extra[k].what);
+                return -1;
+            }
         etcd_endpoint *ep = &e->eps[e->ep_count++];
         snprintf(ep->scheme, sizeof ep->scheme, "%.*s",
                  (int)u.field_data[UF_SCHEMA].len,

@@ -187,6 +187,31 @@ def command_line(procs, c, routes, inst):
         c.ok(rc == 2 and flag in err,
              "%s: refused at start naming %s (exit %s: %r)"
              % (" ".join(args), flag, rc, err[-200:]))
+    etcd_url(procs, c)
+
+
+def etcd_url(procs, c):
+    """An --etcd URL is scheme://host[:port] and nothing else: a user and
+    password, a path, a query or a fragment in the URL were taken and not
+    used."""
+    cases = [
+        (["--etcd", "http://gw:secret@127.0.0.1:1"], "user and password"),
+        (["--etcd", "http://127.0.0.1:1/v3beta"], "path"),
+        (["--etcd", "http://127.0.0.1:1/"], "path"),
+        (["--etcd", "http://127.0.0.1:1?x=1"], "query"),
+        (["--etcd", "http://127.0.0.1:1#f"], "host:port"),
+    ]
+    for args, what in cases:
+        try:
+            r = subprocess.run([h.binary(), "--admin", "off", "--listen",
+                                "127.0.0.1:%d" % h.free_port()] + args,
+                               capture_output=True, timeout=5)
+            rc, err = r.returncode, r.stderr.decode("utf-8", "replace")
+        except subprocess.TimeoutExpired:
+            rc, err = None, "started"
+        c.ok(rc not in (None, 0) and "--etcd" in err and what in err,
+             "%s: refused at start naming --etcd and %s (exit %s: %r)"
+             % (" ".join(args), what, rc, err[-300:]))
 
 
 h.run("gateway_config_errors", body)

@@ -172,6 +172,18 @@ int etcd_tls_init(gw_etcd *e, char *err, size_t cap) {
         }
         return 0;
     }
+    /* TLS options are the cluster's: an http:// endpoint beside https://
+     * ones would be spoken to in the clear, without the client
+     * certificate (and with the password, under --etcd-user) */
+    for (size_t i = 0; (o->cacert || o->cert || o->key) && i < e->ep_count; i++)
+        if (strcmp(e->eps[i].scheme, "https") != 0) {
+            snprintf(err, cap,
+                     "http://%s:%s is not https:// and "
+                     "--etcd-cacert/--etcd-cert/--etcd-key are for every "
+                     "endpoint (it would get no TLS)",
+                     e->eps[i].host, e->eps[i].port);
+            return -1;
+        }
     if (!o->cert != !o->key) {
         snprintf(err, cap, "--etcd-cert and --etcd-key go together");
         return -1;

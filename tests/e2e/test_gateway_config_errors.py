@@ -191,15 +191,20 @@ def command_line(procs, c, routes, inst):
 
 
 def etcd_url(procs, c):
-    """An --etcd URL is scheme://host[:port] and nothing else: a user and
-    password, a path, a query or a fragment in the URL were taken and not
-    used."""
+    """An --etcd URL is scheme://host[:port] and nothing else, and TLS
+    options reach every endpoint: a user and password, a path, a query or
+    a fragment in the URL were taken and not used, and an http:// endpoint
+    beside https:// ones with --etcd-cacert/--etcd-cert/--etcd-key was
+    spoken to in the clear, without the client certificate."""
+    ca = procs.write_file("ca.pem", "not read before the URL is checked\n")
     cases = [
         (["--etcd", "http://gw:secret@127.0.0.1:1"], "user and password"),
         (["--etcd", "http://127.0.0.1:1/v3beta"], "path"),
         (["--etcd", "http://127.0.0.1:1/"], "path"),
         (["--etcd", "http://127.0.0.1:1?x=1"], "query"),
         (["--etcd", "http://127.0.0.1:1#f"], "host:port"),
+        (["--etcd", "https://127.0.0.1:1,http://127.0.0.1:2",
+          "--etcd-cacert", ca], "http://127.0.0.1:2"),
     ]
     for args, what in cases:
         try:

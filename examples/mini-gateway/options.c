@@ -7,6 +7,7 @@
 #define _DEFAULT_SOURCE
 #include "gw.h"
 
+#include <ctype.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -286,6 +287,16 @@ static int unused_flags(const gw_options *o, const unsigned char *seen) {
     return 0;
 }
 
+/* A host hiredis can connect to: a name or an IPv4/IPv6 address (no
+ * scheme, path or space: redis://h:6379 was taken as the host
+ * "redis://h", never reached, and every rate limit failed open). */
+static bool redis_host(const char *h) {
+    for (const char *p = h; *p; p++)
+        if (!isalnum((unsigned char)*p) && !strchr(".-_:%", *p))
+            return false;
+    return true;
+}
+
 /* Limits that need every flag: the listen address, ranges, the build. */
 static int finish(gw_options *o, const unsigned char *seen) {
     gw_config *cfg = &o->cfg;
@@ -318,9 +329,11 @@ static int finish(gw_options *o, const unsigned char *seen) {
             return -1;
         }
     } else if (cfg->redis &&
-               gw_parse_addr(cfg->redis, rhost, sizeof rhost, &rport)) {
+               (gw_parse_addr(cfg->redis, rhost, sizeof rhost, &rport) ||
+                rport == 0 || !redis_host(rhost))) {
         fprintf(stderr,
-                "mini-gateway: bad --redis %s (HOST:PORT or unix:PATH)\n",
+                "mini-gateway: bad --redis %s (HOST:PORT, a host name or "
+                "address and a port 1-65535, or unix:PATH)\n",
                 cfg->redis);
         return -1;
     }

@@ -167,6 +167,10 @@ def command_line(procs, c, routes, inst):
         (["--redis", "127.0.0.1:1", "--redis-timeout", "0"],
          "--redis-timeout"),
         (["--redis-timeout", "50"], "--redis-timeout"),
+        # no host hiredis connects to: rate limits failed open forever
+        (["--redis", "redis://127.0.0.1:6379"], "--redis"),
+        (["--redis", "127.0.0.1:0"], "--redis"),
+        (["--redis", "cache host:6379"], "--redis"),
         (["--etcd-prefix", "/x/"], "--etcd-prefix"),
         (["--etcd-token-renew", "500"], "--etcd-token-renew"),
         (["--etcd-trace"], "--etcd-trace"),

@@ -192,6 +192,21 @@ def command_line(procs, c, routes, inst):
              "%s: refused at start naming %s (exit %s: %r)"
              % (" ".join(args), flag, rc, err[-200:]))
     etcd_url(procs, c)
+    quiet_help(c)
+
+
+def quiet_help(c):
+    """--help says what --quiet does as docs/mini-gateway.md does: no log
+    line per applied file. It said "no access log", but the access log is
+    off unless --access-log is given and --quiet leaves it on (every
+    gateway of these tests runs with --quiet and --access-log works)."""
+    out = subprocess.run([h.binary(), "--help"], capture_output=True,
+                         timeout=5)
+    text = (out.stdout + out.stderr).decode()
+    line = [x for x in text.splitlines() if x.strip().startswith("--quiet")]
+    c.ok(len(line) == 1 and "no access log" not in line[0]
+         and "applied file" in line[0],
+         "--help's --quiet line says what it does (%r)" % line)
 
 
 def etcd_url(procs, c):

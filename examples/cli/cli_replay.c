@@ -416,6 +416,12 @@ int sy_cli_replay(int argc, char **argv) {
             printf("%s", replay_help);
             return 0;
         }
+        if ((strcmp(s, "--requests") == 0 && requests) ||
+            (strcmp(s, "--instances") == 0 && instances)) {
+            /* one value is used: the first was dropped */
+            fprintf(stderr, "switchyard diff: %s given twice\n", s);
+            return 2;
+        }
         if (strcmp(s, "--json") == 0)
             rp.json = true;
         else if (strcmp(s, "--requests") == 0 && i + 1 < argc)

@@ -79,6 +79,8 @@ static int request_help(const char *cmd) {
            "                       docs/route-definitions.md, \"Instances "
            "documents\")\n"
            "  -h, --help           show this help\n"
+           "An option that takes a value, other than -H, is given at most "
+           "once.\n"
            "FILE... are route documents, one source each, in precedence "
            "order.\n"
            "METHOD is an HTTP method token (GET, POST, ...); URL is\n"
@@ -205,9 +207,15 @@ static bool valid_url(const char *url, char *why, size_t size) {
     return true;
 }
 
+/* FLAG is s and was given before (set non-NULL). */
+static bool once(const char *s, const char *flag, const char *set) {
+    return set && strcmp(s, flag) == 0;
+}
+
 static int parse_request_args(const char *cmd, int argc, char **argv,
                               request_args *a) {
     memset(a, 0, sizeof *a);
+    bool seed_given = false;
     const char *pos[MAX_FILES + 2];
     size_t npos = 0;
     for (int i = 0; i < argc; i++) {
@@ -232,6 +240,13 @@ static int parse_request_args(const char *cmd, int argc, char **argv,
                 v++;
             a->headers[a->header_count++] =
                 (sy_header){{h, (size_t)(colon - h)}, cs(v)};
+        } else if (once(s, "--remote-addr", a->remote_addr) ||
+                   once(s, "--now", a->now) ||
+                   once(s, "--instances", a->instances) ||
+                   once(s, "--seed", seed_given ? "" : NULL)) {
+            char msg[64]; /* a value would be dropped */
+            snprintf(msg, sizeof msg, "%s given twice", s);
+            return usage_error(cmd, msg);
         } else if (strcmp(s, "--remote-addr") == 0 && has_next) {
             a->remote_addr = argv[++i];
         } else if (strcmp(s, "--now") == 0 && has_next) {
@@ -239,6 +254,7 @@ static int parse_request_args(const char *cmd, int argc, char **argv,
         } else if (strcmp(s, "--instances") == 0 && has_next) {
             a->instances = argv[++i];
         } else if (strcmp(s, "--seed") == 0 && has_next) {
+            seed_given = true;
             char *end;
             errno = 0;
             a->seed = strtoull(argv[++i], &end, 10);

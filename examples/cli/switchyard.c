@@ -233,6 +233,12 @@ static int cli_check(int argc, char **argv) {
             fail_on_warning = true;
             continue;
         }
+        if (strcmp(a, "--host") == 0 && host_runs) {
+            /* one host is checked for: the first was dropped */
+            fprintf(stderr, "switchyard check: --host given twice\n");
+            sy_registry_free(registry);
+            return check_usage(stderr);
+        }
         if (strcmp(a, "--host") == 0) {
             host_runs =
                 first + 1 < argc ? sy_host_profile(argv[first + 1]) : NULL;

@@ -173,6 +173,8 @@ policies.json: host-run [RequestRateLimiter]: 'limited'
 policies.json: host-run [CircuitBreaker]: 'orders'
 policies.json: host-run [Retry]: 'orders'
 policies.json: host-run [forward:]: 'fallback'" check policies.json
+run "--host given twice exits 2 (the first was dropped)" 2 "" \
+    check --host nginx --host gateway policies.json
 run "--host gateway: the mini-gateway runs them all" 0 \
 "policies.json: ok, 3 routes
 policies.json: host-run [RequestRateLimiter]: 'limited'

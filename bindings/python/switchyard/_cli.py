@@ -199,6 +199,11 @@ def _check(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
             fail_on_warning = True
             i += 1
             continue
+        if a == "--host" and host is not None:
+            # one host is checked for: the first was dropped
+            err.write("switchyard check: --host given twice\n")
+            err.write(_CHECK_USAGE)
+            return EXIT_USAGE
         if a == "--host":
             host = argv[i + 1] if i + 1 < len(argv) else None
             if host is None or host_profile(host) is None:
@@ -323,6 +328,8 @@ def _request_help(cmd: str) -> str:
         "                       docs/route-definitions.md, \"Instances "
         "documents\")\n"
         "  -h, --help           show this help\n"
+        "An option that takes a value, other than -H, is given at most "
+        "once.\n"
         "FILE... are route documents, one source each, in precedence "
         "order.\n"
         "METHOD is an HTTP method token (GET, POST, ...); URL is\n"
@@ -407,12 +414,18 @@ def _check_url(url: str) -> None:
 def _parse_request_args(cmd: str, argv: Sequence[str]) -> _RequestArgs:
     a = _RequestArgs()
     pos: List[str] = []
+    given = set()
     i = 0
     while i < len(argv):
         s = argv[i]
         has_next = i + 1 < len(argv)
         if s in ("-h", "--help"):
             raise _Help()
+        if s in ("--remote-addr", "--now", "--instances", "--seed"):
+            if s in given:
+                raise _Usage(f"{s} given twice")  # a value would be dropped
+            if has_next:
+                given.add(s)
         if s == "--json":
             a.json = True
         elif s == "--strict":

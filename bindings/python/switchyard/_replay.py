@@ -149,6 +149,11 @@ def replay(argv: List[str], out: TextIO, err: TextIO, *, read: Any,
         if s in ("-h", "--help"):
             out.write(HELP)
             return 0
+        if (s == "--requests" and requests) or \
+                (s == "--instances" and instances):
+            # one value is used: the first was dropped
+            err.write(f"switchyard diff: {s} given twice\n")
+            return 2
         if s == "--json":
             as_json = True
         elif s == "--requests" and i + 1 < len(argv):

@@ -360,6 +360,14 @@ def _env():
     ["explain", "--json", "gw.json", "POST", "/api/orders/1"],
     ["diff", "gw.json", "v2.json"], ["diff", "--json", "gw.json", "v2.json"],
     ["diff", "gw.json", "syntax.json"],
+    # a value given twice exits 2 naming it (the first was dropped)
+    ["check", "--host", "nginx", "--host", "gateway", "gw.json"],
+    ["match", "--remote-addr", "1.2.3.4", "--remote-addr", "1.2.3.5",
+     "gw.json", "GET", "/z"],
+    ["match", "--seed", "1", "--seed", "2", "gw.json", "GET", "/z"],
+    ["explain", "--now", "0", "--now", "1", "gw.json", "GET", "/z"],
+    ["match", "--instances", "inst.json", "--instances", "inst.json",
+     "gw.json", "GET", "/z"],
 ])
 def test_same_output_as_the_c_tool(files, argv):
     c = subprocess.run([C_TOOL, *argv], cwd=files, capture_output=True,
@@ -426,6 +434,10 @@ REPLAY_FILES = {
     ["diff", "--requests", "bad.txt", "old.json", "new.json"],
     ["diff", "--requests", "x", "--help"],
     ["diff", "--requests", "plain.txt", "old.json"],
+    ["diff", "--requests", "bad.txt", "--requests", "plain.txt", "old.json",
+     "new.json"],
+    ["diff", "--requests", "plain.txt", "--instances", "inst.json",
+     "--instances", "inst.json", "old.json", "new.json"],
 ])
 def test_diff_requests_as_the_c_tool(tmp_path, argv):
     import json as _json

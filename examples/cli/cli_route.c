@@ -7,6 +7,7 @@
 #define _DEFAULT_SOURCE /* timegm */
 #include "cli.h"
 
+#include <arpa/inet.h>
 #include <cJSON.h>
 #include <ctype.h>
 #include <errno.h>
@@ -212,6 +213,39 @@ static bool once(const char *s, const char *flag, const char *set) {
     return set && strcmp(s, flag) == 0;
 }
 
+/* What the RemoteAddr predicate reads as a client: an IPv4 or IPv6
+ * address, with a port after it (10.0.0.1:5000, [::1]:5000) or not.
+ * Anything else matched no RemoteAddr, as if the address were outside. */
+static bool valid_client_addr(const char *s) {
+    unsigned char buf[sizeof(struct in6_addr)];
+    char ip[INET6_ADDRSTRLEN + 1];
+    const char *port = NULL;
+    if (inet_pton(AF_INET, s, buf) == 1 || inet_pton(AF_INET6, s, buf) == 1)
+        return true;
+    if (s[0] == '[') {
+        const char *rb = strchr(s, ']');
+        if (!rb || rb[1] != ':' || (size_t)(rb - s - 1) >= sizeof ip)
+            return false;
+        memcpy(ip, s + 1, (size_t)(rb - s - 1));
+        ip[rb - s - 1] = 0;
+        port = rb + 2;
+        if (inet_pton(AF_INET6, ip, buf) != 1)
+            return false;
+    } else {
+        const char *colon = strchr(s, ':');
+        if (!colon || strchr(colon + 1, ':') ||
+            (size_t)(colon - s) >= sizeof ip)
+            return false;
+        memcpy(ip, s, (size_t)(colon - s));
+        ip[colon - s] = 0;
+        port = colon + 1;
+        if (inet_pton(AF_INET, ip, buf) != 1)
+            return false;
+    }
+    return *port && strspn(port, "0123456789") == strlen(port) &&
+           strlen(port) <= 5 && atoi(port) <= 65535;
+}
+
 static int parse_request_args(const char *cmd, int argc, char **argv,
                               request_args *a) {
     memset(a, 0, sizeof *a);
@@ -249,6 +283,10 @@ static int parse_request_args(const char *cmd, int argc, char **argv,
             return usage_error(cmd, msg);
         } else if (strcmp(s, "--remote-addr") == 0 && has_next) {
             a->remote_addr = argv[++i];
+            if (!valid_client_addr(a->remote_addr))
+                return usage_error(cmd, "--remote-addr takes an IP address "
+                                        "(10.0.0.1, ::1, 10.0.0.1:5000 or "
+                                        "[::1]:5000)");
         } else if (strcmp(s, "--now") == 0 && has_next) {
             a->now = argv[++i];
         } else if (strcmp(s, "--instances") == 0 && has_next) {
@@ -307,16 +345,29 @@ static bool parse_now(const char *s, int64_t *out) {
     }
     long offset = 0;
     if (*p == '+' || *p == '-') {
-        int hh, mm;
-        if (sscanf(p + 1, "%2d:%2d", &hh, &mm) != 2)
+        const char *o = p + 1; /* exactly HH:MM, and nothing after */
+        if (!(isdigit((unsigned char)o[0]) && isdigit((unsigned char)o[1]) &&
+              o[2] == ':' && isdigit((unsigned char)o[3]) &&
+              isdigit((unsigned char)o[4]) && !o[5]))
+            return false;
+        int hh = (o[0] - '0') * 10 + (o[1] - '0');
+        int mm = (o[3] - '0') * 10 + (o[4] - '0');
+        if (hh > 23 || mm > 59)
             return false;
         offset = (hh * 60L + mm) * 60L * (*p == '-' ? -1 : 1);
-    } else if (*p != 'Z' && *p != '\0') {
-        return false;
+    } else if (!(*p == 'Z' && !p[1]) && *p != '\0') {
+        return false; /* text after the time was dropped */
     }
     tm.tm_year -= 1900;
     tm.tm_mon -= 1;
+    struct tm given = tm;
     time_t t = timegm(&tm);
+    /* a field out of its range (month 13, hour 99, February 30) was
+     * carried into the next one by timegm: another time than written */
+    if (tm.tm_year != given.tm_year || tm.tm_mon != given.tm_mon ||
+        tm.tm_mday != given.tm_mday || tm.tm_hour != given.tm_hour ||
+        tm.tm_min != given.tm_min || tm.tm_sec != given.tm_sec)
+        return false;
     *out = ((int64_t)t - offset) * 1000 + frac;
     return true;
 }
@@ -475,8 +526,19 @@ static int build_request(const char *cmd, request_args *a, sy_request *req) {
                                 "or epoch milliseconds");
     for (size_t i = 0; i < a->header_count; i++)
         if (a->headers[i].name.len == 14 &&
-            strncasecmp(a->headers[i].name.ptr, "content-length", 14) == 0)
-            req->content_length = strtoll(a->headers[i].value.ptr, NULL, 10);
+            strncasecmp(a->headers[i].name.ptr, "content-length", 14) == 0) {
+            /* digits only, as the gateway reads it (it answers 400 to
+             * anything else); "abc" was read as 0 */
+            const char *v = a->headers[i].value.ptr;
+            size_t d = strspn(v, "0123456789");
+            char *end;
+            errno = 0;
+            long long cl = strtoll(v, &end, 10);
+            if (!d || v[d + strspn(v + d, " \t")] || errno)
+                return usage_error(cmd, "a Content-Length header takes a "
+                                        "number of bytes");
+            req->content_length = cl;
+        }
     return 0;
 }
 

@@ -60,11 +60,19 @@ expect "disabled route is never chosen" 0 "route:    fallback" \
 expect "no route exits 1" 1 "no route matches" -- match "$root/tests/data/github-api-routes.json" GET /nothing/here
 expect "missing file exits 2" 2 "cannot read" -- match /nonexistent.json GET /
 expect "bad --seed exits 2" 2 "--seed" -- match --seed x "$r/gateway.json" GET /
-# a one-value flag given twice was taken and its first value dropped
+# every value given is used or refused naming its flag: these were taken
+# and answered as if not given (or given otherwise)
+expect "--remote-addr not an IP exits 2" 2 "--remote-addr" -- match --remote-addr notanip "$r/gateway.json" GET /
+expect "--remote-addr IP:port is the IP" 0 "route:" -- match --remote-addr 10.0.0.1:5555 "$r/gateway.json" GET http://shop.example.com/docs/intro
+expect "--remote-addr [IPv6]:port is the IP" 0 "route:" -- match --remote-addr '[::1]:5555' "$r/gateway.json" GET http://shop.example.com/docs/intro
 expect "--remote-addr twice exits 2" 2 "--remote-addr" -- match --remote-addr 10.0.0.1 --remote-addr 10.0.0.2 "$r/gateway.json" GET /
 expect "--now twice exits 2" 2 "--now" -- match --now 0 --now 1 "$r/gateway.json" GET /
 expect "--seed twice exits 2" 2 "--seed" -- match --seed 1 --seed 2 "$r/gateway.json" GET /
 expect "--instances twice exits 2" 2 "--instances" -- match --instances "$r/instances.json" --instances "$r/instances.json" "$r/gateway.json" GET /
+expect "--now month 13 exits 2" 2 "--now" -- match --now 2024-13-02T03:04:05Z "$r/gateway.json" GET /
+expect "--now hour 99 exits 2" 2 "--now" -- match --now 2024-01-02T99:04:05Z "$r/gateway.json" GET /
+expect "--now text after Z exits 2" 2 "--now" -- match --now 2024-01-02T03:04:05Zjunk "$r/gateway.json" GET /
+expect "a Content-Length that is not a number exits 2" 2 "Content-Length" -- match -H 'Content-Length: abc' "$r/gateway.json" POST /
 expect "explain: --remote-addr twice exits 2" 2 "--remote-addr" -- explain --remote-addr 10.0.0.1 --remote-addr 10.0.0.2 "$r/gateway.json" GET /
 json "json: route, vars, path and headers" \
     "d['route']=='orders-read' and d['vars']=={'id':'7'} and d['path']=='/orders/7' and ['X-Order-Id','7'] in d['headers'] and d['status'] is None and d['redirect'] is None" \

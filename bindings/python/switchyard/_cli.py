@@ -22,6 +22,7 @@ logic is the library's.
 """
 from __future__ import annotations
 
+import ipaddress
 import json
 import sys
 from datetime import datetime, timezone
@@ -411,6 +412,27 @@ def _check_url(url: str) -> None:
             raise _Usage(f"URL '{url}' has a bad port '{port}' (1 to 65535)")
 
 
+def _valid_client_addr(s: str) -> bool:
+    """What the RemoteAddr predicate reads as a client (as the C tool):
+    an IPv4 or IPv6 address, with a port after it or not."""
+    def ip(text: str, version: int) -> bool:
+        try:
+            return ipaddress.ip_address(text).version == version \
+                and "%" not in text
+        except ValueError:
+            return False
+    if ip(s, 4) or ip(s, 6):
+        return True
+    if s.startswith("["):
+        addr, rb, port = s[1:].partition("]:")
+        ok = bool(rb) and ip(addr, 6)
+    else:
+        addr, colon, port = s.partition(":")
+        ok = bool(colon) and ":" not in port and ip(addr, 4)
+    return ok and 0 < len(port) <= 5 and port.isdigit() \
+        and port.isascii() and int(port) <= 65535
+
+
 def _parse_request_args(cmd: str, argv: Sequence[str]) -> _RequestArgs:
     a = _RequestArgs()
     pos: List[str] = []
@@ -439,6 +461,9 @@ def _parse_request_args(cmd: str, argv: Sequence[str]) -> _RequestArgs:
         elif s == "--remote-addr" and has_next:
             i += 1
             a.remote_addr = argv[i]
+            if not _valid_client_addr(a.remote_addr):
+                raise _Usage("--remote-addr takes an IP address (10.0.0.1, "
+                             "::1, 10.0.0.1:5000 or [::1]:5000)")
         elif s == "--now" and has_next:
             i += 1
             a.now = argv[i]
@@ -505,15 +530,13 @@ def _build_request(a: _RequestArgs) -> Request:
     content_length = None
     for n, v in headers:
         if n.lower() == "content-length":
-            digits = v.strip()
-            sign = -1 if digits.startswith("-") else 1
-            digits = digits.lstrip("+-")
-            num = ""
-            for ch in digits:
-                if not ch.isdigit():
-                    break
-                num += ch
-            content_length = sign * int(num) if num else 0
+            # digits only, as the gateway reads it (it answers 400 to
+            # anything else); "abc" was read as 0
+            num = v.rstrip(" \t")
+            if not (num.isascii() and num.isdigit()) or int(num) >= 1 << 63:
+                raise _Usage("a Content-Length header takes a number of "
+                             "bytes")
+            content_length = int(num)
     now = _parse_now(a.now) if a.now else None
     return Request(method=a.method, scheme=scheme, host=host, path=path,
                    query=query, headers=tuple(headers),

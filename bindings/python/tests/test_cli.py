@@ -360,14 +360,25 @@ def _env():
     ["explain", "--json", "gw.json", "POST", "/api/orders/1"],
     ["diff", "gw.json", "v2.json"], ["diff", "--json", "gw.json", "v2.json"],
     ["diff", "gw.json", "syntax.json"],
-    # a value given twice exits 2 naming it (the first was dropped)
+    # a value given twice, or not one the tool can use, exits 2 naming it
     ["check", "--host", "nginx", "--host", "gateway", "gw.json"],
+    ["match", "--remote-addr", "notanip", "gw.json", "GET", "/z"],
+    ["match", "--remote-addr", "10.0.0.1:5000", "gw.json", "GET", "/z"],
+    ["match", "--remote-addr", "[::1]:5000", "gw.json", "GET", "/z"],
+    ["match", "--remote-addr", "[::1]", "gw.json", "GET", "/z"],
+    ["match", "--remote-addr", "::1:5000", "gw.json", "GET", "/z"],
     ["match", "--remote-addr", "1.2.3.4", "--remote-addr", "1.2.3.5",
      "gw.json", "GET", "/z"],
     ["match", "--seed", "1", "--seed", "2", "gw.json", "GET", "/z"],
     ["explain", "--now", "0", "--now", "1", "gw.json", "GET", "/z"],
     ["match", "--instances", "inst.json", "--instances", "inst.json",
      "gw.json", "GET", "/z"],
+    ["match", "--now", "2024-13-01T10:00:00Z", "gw.json", "GET", "/z"],
+    ["match", "--now", "2024-02-30T10:00:00Z", "gw.json", "GET", "/z"],
+    ["match", "--now", "2024-05-01T10:00:00+01:00x", "gw.json", "GET", "/z"],
+    ["match", "-H", "Content-Length: abc", "gw.json", "POST", "/upload"],
+    ["match", "-H", "Content-Length: -5", "gw.json", "POST", "/upload"],
+    ["match", "-H", "Content-Length: 12 ", "gw.json", "POST", "/upload"],
 ])
 def test_same_output_as_the_c_tool(files, argv):
     c = subprocess.run([C_TOOL, *argv], cwd=files, capture_output=True,

@@ -78,6 +78,54 @@ static bool param(const char *q, const char *key, size_t nth, char *out,
 
 /* ---- explain ---- */
 
+/* Every parameter of an explain is read as asked, or the call is refused
+ * (400, msg): an unknown key (?headr=), method or url twice, more than 16
+ * headers, a value longer than its buffer. They were dropped, the first
+ * of two taken, or cut, and the answer was for another request. */
+static bool explain_query_ok(const char *q, char *msg, size_t cap) {
+    static const struct {
+        const char *key;
+        size_t most, room;
+    } keys[] = {{"method", 1, 32}, {"url", 1, 2048}, {"header", 16, 512}};
+    size_t count[3] = {0, 0, 0};
+    for (const char *p = q; p && *p;) {
+        size_t n = strcspn(p, "&"), k = strcspn(p, "=&");
+        size_t i = 0;
+        while (i < 3 &&
+               !(strlen(keys[i].key) == k && strncmp(p, keys[i].key, k) == 0))
+            i++;
+        size_t len = 0; /* the value's length once decoded */
+        for (size_t j = k + 1; j < n; j++, len++)
+            if (p[j] == '%' && j + 2 < n && hexval(p[j + 1]) >= 0 &&
+                hexval(p[j + 2]) >= 0)
+                j += 2;
+        if (n == 0) {
+            /* an empty pair (a&&b): nothing asked */
+        } else if (i == 3) {
+            snprintf(msg, cap,
+                     "query parameter '%.*s' is not read: explain takes "
+                     "method, url and header",
+                     (int)(k < 64 ? k : 64), p);
+            return false;
+        } else if (++count[i] > keys[i].most) {
+            snprintf(msg, cap,
+                     keys[i].most == 1
+                         ? "query parameter '%s' given twice"
+                         : "query parameter '%s': at most 16 are read",
+                     keys[i].key);
+            return false;
+        } else if (len >= keys[i].room) {
+            snprintf(msg, cap,
+                     "query parameter '%s' is longer than %zu bytes "
+                     "decoded",
+                     keys[i].key, keys[i].room - 1);
+            return false;
+        }
+        p = p[n] ? p + n + 1 : NULL;
+    }
+    return true;
+}
+
 typedef struct explain_state {
     cJSON *list;
     const sy_snapshot *snap;
@@ -107,6 +155,11 @@ void gw_admin_explain(gw_admin_call *a) {
     static char method[32], url[2048], hbuf[16][512];
     sy_header hs[17];
     size_t nh = 0;
+    char bad[160];
+    if (!explain_query_ok(r->query, bad, sizeof bad)) {
+        gw_reply_error(c, 400, bad);
+        return;
+    }
     if (!param(r->query, "method", 0, method, sizeof method))
         snprintf(method, sizeof method, "GET");
     if (!param(r->query, "url", 0, url, sizeof url) || url[0] != '/') {

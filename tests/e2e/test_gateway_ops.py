@@ -168,6 +168,22 @@ def body(procs, c):
     ex = json.loads(data)
     c.eq((ex["route"], ex["routes"][0]["failed"]), (None, "Path"),
          "explain: no route, the failed predicate")
+    # every parameter is read or the call refused: these were answered 200
+    # for another request than asked (the parameter dropped, the first of
+    # two taken, a header past the 16th dropped, a value cut)
+    for q, what in (
+            ("method=POST&url=/api/users/7&headr=X-A:%201", "'headr'"),
+            ("url=/api/users/7&url=/zzz", "'url' given twice"),
+            ("method=GET&method=POST&url=/a", "'method' given twice"),
+            ("url=/a" + "&header=X-%d:%%201" * 17 % tuple(range(17)),
+             "at most 16"),
+            ("url=/" + "a" * 2100, "'url' is longer"),
+            ("url=/a&header=X-A:%20" + "v" * 600, "'header' is longer"),
+            ("method=" + "M" * 40 + "&url=/a", "'method' is longer")):
+        st, _, data = gw.admin_call("GET", "/explain?" + q)
+        c.ok(st == 400 and what in data.decode(),
+             "explain ?%s...: 400 naming %s (%s %r)"
+             % (q[:40], what, st, data[:200]))
     st, _, data = gw.admin_call("GET", "/shadowed")
     c.eq(json.loads(data)["shadowed"][0]["shadowed_by"], ["api"],
          "/shadowed: users is shadowed by api")

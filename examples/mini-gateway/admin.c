@@ -734,6 +734,19 @@ static void handle(httpd_conn *c, httpd_req *r, void *data) {
     for (size_t i = 0; i < gw_actuator_page_count; i++) {
         const gw_admin_page *pg = &gw_actuator_pages[i];
         if (row_fits(&a, m, pg->methods, pg->pattern, &path_known)) {
+            /* a change reads no query: ?dry_run=1 was saved or deleted
+             * for real, ?metadata= refreshed everything */
+            if (m != GW_M_GET && a.query && *a.query) {
+                size_t k = strcspn(a.query, "=&");
+                char msg[200];
+                snprintf(msg, sizeof msg,
+                         "query parameter '%.*s' is not read: the "
+                         "actuator's changes take none (a dry run is PUT "
+                         "/routes/<source>?dry_run=1): nothing changed",
+                         (int)(k < 64 ? k : 64), a.query);
+                gw_reply_error(c, 400, msg);
+                return;
+            }
             pg->answer(&a);
             return;
         }

@@ -86,6 +86,18 @@ def actuator(procs, c, port):
     st, _, _ = gw.admin_call("DELETE", A + "/routes/file-b")
     c.eq(st, 409, "nor to delete")
 
+    # a change with a query is refused, not made as if it were not there
+    # (?dry_run=1 saved and deleted for real)
+    for m, path, b in (("POST", "/routes/dry?dry_run=1", body),
+                       ("POST", "/routes?dry_run=true", [dict(body, id="dry")]),
+                       ("DELETE", "/routes/new?dry_run=1", None),
+                       ("POST", "/refresh?metadata=group:a", None)):
+        st, _, data = gw.admin_call(m, A + path, b)
+        c.ok(st == 400 and "query parameter" in data.decode(),
+             "%s %s: 400, nothing changed (%s %r)" % (m, path, st, data[:160]))
+    c.eq(gw.admin_call("GET", A + "/routes/dry")[0], 404,
+         "the dry runs saved no route")
+    c.eq(gw.request("GET", "/new/x")[0], 200, "nor deleted one")
     st, _, _ = gw.admin_call("DELETE", A + "/routes/new")
     c.eq(st, 200, "DELETE routes/{id}")
     c.eq(gw.request("GET", "/new/x")[0], 404, "the route is gone")

@@ -83,6 +83,21 @@ int sy_cli_convert(int argc, char **argv) {
                 return convert_usage(stderr);
             }
             const char *v = argv[++i];
+            if (a[1] == 'o' && out_path) {
+                /* one output: the first was dropped */
+                fprintf(stderr, "switchyard convert: -o given twice\n");
+                return 2;
+            }
+            size_t nl = strcspn(v, "=");
+            for (size_t k = 0; a[2] == 's' && k < o.set_count; k++)
+                if (strncmp(sets[k], v, nl) == 0 && sets[k][nl] == '=') {
+                    /* the last was taken where Spring reads a repeated
+                     * --NAME as the list of both */
+                    fprintf(stderr,
+                            "switchyard convert: --set %.*s given twice\n",
+                            (int)nl, v);
+                    return 2;
+                }
             if (a[1] == 'o') {
                 out_path = v;
             } else if (a[2] == 'p') {

@@ -62,6 +62,13 @@ USERS_SERVICE=people "$bin" convert --set USERS_SERVICE=staff --set backend.orde
     "$d/application.yml" 2>/dev/null >"$tmp/set.json"
 same "--set wins over the environment and the file" "lb://staff http://10.1.1.1:81" \
     "$(jpy "$tmp/set.json" 'd[2]["uri"] + " " + d[0]["uri"]')"
+# a value given twice was taken and the first dropped (Spring reads a
+# repeated --NAME as the list of both): refused, exit 2, naming it
+"$bin" convert --set USERS_SERVICE=a --set USERS_SERVICE=b "$d/application.yml" >/dev/null 2>"$tmp/dup.err"
+same "--set of one NAME twice exits 2 naming it" "2 1" "$? $(grep -c 'USERS_SERVICE' "$tmp/dup.err")"
+"$bin" convert -o "$tmp/o1.json" -o "$tmp/o2.json" "$d/application.yml" >/dev/null 2>"$tmp/dup.err"
+same "-o twice exits 2 naming it, nothing written" "2 1 no no" \
+    "$? $(grep -c -- '-o given twice' "$tmp/dup.err") $([[ -e $tmp/o1.json ]] && echo yes || echo no) $([[ -e $tmp/o2.json ]] && echo yes || echo no)"
 USERS_SERVICE=people "$bin" convert --no-env "$d/application.yml" 2>/dev/null >"$tmp/noenv.json"
 same "--no-env leaves the environment out" "lb://users" "$(jpy "$tmp/noenv.json" 'd[2]["uri"]')"
 

@@ -264,7 +264,7 @@ static int given(const unsigned char *seen, const char *name) {
  * (or, in backend mode, is not the backend's). */
 static int unused_flags(const gw_options *o, const unsigned char *seen) {
     static const char *const needs[][2] = {
-        {"--etcd-prefix", "--etcd"}, {"--etcd-token-renew", "--etcd"},
+        {"--etcd-prefix", "--etcd"}, {"--etcd-token-renew", "--etcd-user"},
         {"--etcd-trace", "--etcd"},  {"--redis-timeout", "--redis"},
         {"--id", "--backend"},       {"--version", "--backend"},
     };
@@ -315,7 +315,10 @@ static int finish(gw_options *o, const unsigned char *seen) {
                      SIZE_MAX) ||
         out_of_range("--retries", (uint64_t)cfg->retries, 0, 7) ||
         out_of_range("--workers", (uint64_t)cfg->workers, 1, GW_MAX_WORKERS) ||
-        out_of_range("--redis-timeout", cfg->redis_timeout_ms, 1, UINT64_MAX))
+        out_of_range("--redis-timeout", cfg->redis_timeout_ms, 1, UINT64_MAX) ||
+        (given(seen, "--etcd-token-renew") &&
+         out_of_range("--etcd-token-renew", cfg->etcd_token_renew_ms, 1,
+                      UINT64_MAX)))
         return -1;
     char rhost[256];
     int rport;

@@ -154,6 +154,7 @@ def command_line(procs, c, routes, inst):
     """Every flag given is used, or the start is refused naming it."""
     other = procs.write_file("other.json", inst_doc({"o": []}))
     dflt = procs.write_file("dflt.json", "[]")
+    pw = procs.write_file("pw", "secret\n")
     cases = [
         (["--instances", inst, "--instances", other], "--instances"),
         (["--default-filters", dflt, "--default-filters", dflt],
@@ -174,6 +175,13 @@ def command_line(procs, c, routes, inst):
         (["--etcd-prefix", "/x/"], "--etcd-prefix"),
         (["--etcd-token-renew", "500"], "--etcd-token-renew"),
         (["--etcd-trace"], "--etcd-trace"),
+        # renewal is of --etcd-user's token: without it, or at 0 (read
+        # as the 100 s default), the value was not used
+        (["--etcd", "http://127.0.0.1:1", "--etcd-token-renew", "500"],
+         "--etcd-token-renew"),
+        (["--etcd", "http://127.0.0.1:1", "--etcd-user", "u",
+          "--etcd-password-file", pw, "--etcd-token-renew", "0"],
+         "--etcd-token-renew"),
         (["--id", "b"], "--id"),
         (["--version", "2"], "--version"),
         (["--backend", "--id", "b", "--listen", "127.0.0.1:1",

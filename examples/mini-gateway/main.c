@@ -271,7 +271,7 @@ static int start_serving(void) {
     if (gw_workers_start())
         return -1;
     const gw_config *cfg = &G.cfg;
-    gw_log("listening on %s:%d (%d worker%s), admin %s%s%d", cfg->listen_host,
+    gw_log("listening on %s:%d (%d worker%s), admin %s%s%.0d", cfg->listen_host,
            cfg->listen_port, G.nworkers, G.nworkers == 1 ? "" : "s",
            cfg->admin_port ? cfg->admin_host : "off",
            cfg->admin_port ? ":" : "", cfg->admin_port);

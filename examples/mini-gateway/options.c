@@ -42,10 +42,15 @@ static int parse_admin(gw_options *o, const char *flag, const char *v) {
         cfg->admin_port = 0;
         return 0;
     }
+    /* port 0 turned the admin API off: that is --admin off */
     if (gw_parse_addr(v, cfg->admin_host, sizeof cfg->admin_host,
-                      &cfg->admin_port) == 0)
+                      &cfg->admin_port) == 0 &&
+        cfg->admin_port > 0)
         return 0;
-    fprintf(stderr, "mini-gateway: bad %s %s\n", flag, v);
+    fprintf(stderr,
+            "mini-gateway: bad %s %s (ADDR:PORT, a port 1-65535, or "
+            "off)\n",
+            flag, v);
     return -1;
 }
 
@@ -339,6 +344,18 @@ static int finish(gw_options *o, const unsigned char *seen) {
                 "mini-gateway: bad --redis %s (HOST:PORT, a host name or "
                 "address and a port 1-65535, or unix:PATH)\n",
                 cfg->redis);
+        return -1;
+    }
+    if (given(seen, "--admin-token") && !cfg->admin_port) {
+        fprintf(stderr, "mini-gateway: --admin-token is used only with an "
+                        "admin port (--admin is off)\n");
+        return -1;
+    }
+    if (cfg->admin_token && !cfg->admin_token[0]) {
+        /* an unset $TOKEN: any client sending "Bearer " passed */
+        fprintf(stderr, "mini-gateway: %s is empty\n",
+                given(seen, "--admin-token") ? "--admin-token"
+                                             : "MINI_GATEWAY_ADMIN_TOKEN");
         return -1;
     }
     if (!cfg->etcd_url &&

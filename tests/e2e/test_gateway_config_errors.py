@@ -19,6 +19,7 @@
 every outcome is polled for with a deadline, never assumed after another.
 """
 import json
+import os
 import signal
 import subprocess
 
@@ -160,6 +161,12 @@ def command_line(procs, c, routes, inst):
         (["--default-filters", dflt, "--default-filters", dflt],
          "--default-filters"),
         (["--admin", "127.0.0.1:1", "--admin", "off"], "--admin"),
+        # port 0 turned the admin API off; a token with no admin port, or
+        # an empty one (no client sends "Bearer " with nothing), not used
+        (["--admin", "127.0.0.1:0"], "--admin"),
+        (["--admin", "off", "--admin-token", "t"], "--admin-token"),
+        (["--admin", "127.0.0.1:%d" % h.free_port(), "--admin-token", ""],
+         "--admin-token"),
         (["--redis", "127.0.0.1:1", "--redis", "127.0.0.1:2"], "--redis"),
         (["--retries", "9"], "--retries"),
         (["--workers", "0"], "--workers"),
@@ -199,6 +206,18 @@ def command_line(procs, c, routes, inst):
         c.ok(rc == 2 and flag in err,
              "%s: refused at start naming %s (exit %s: %r)"
              % (" ".join(args), flag, rc, err[-200:]))
+    # the token's variable set but empty (an unset $TOKEN in a unit file)
+    try:
+        r = subprocess.run([h.binary(), "--listen", "127.0.0.1:%d"
+                            % h.free_port(), "--admin", "127.0.0.1:%d"
+                            % h.free_port()], capture_output=True, timeout=5,
+                           env=dict(os.environ, MINI_GATEWAY_ADMIN_TOKEN=""))
+        rc, err = r.returncode, r.stderr.decode("utf-8", "replace")
+    except subprocess.TimeoutExpired:
+        rc, err = None, "started"
+    c.ok(rc == 2 and "MINI_GATEWAY_ADMIN_TOKEN" in err,
+         "an empty MINI_GATEWAY_ADMIN_TOKEN: refused at start (exit %s: %r)"
+         % (rc, err[-200:]))
     etcd_url(procs, c)
     quiet_help(c)
 

@@ -245,6 +245,12 @@ static int start_etcd(const gw_options *o) {
         }
         fclose(f);
         password[strcspn(password, "\r\n")] = 0;
+        if (!password[0]) { /* etcd refuses an empty password's login */
+            gw_log("--etcd-password-file %s: its first line is empty (the "
+                   "password is the first line)",
+                   G.cfg.etcd_password_file);
+            return -1;
+        }
         eo.user = G.cfg.etcd_user;
         eo.auth_renew_ms = G.cfg.etcd_token_renew_ms;
         eo.password = password;

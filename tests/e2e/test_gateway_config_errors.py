@@ -252,6 +252,11 @@ def etcd_url(procs, c):
         (["--etcd", "https://127.0.0.1:1,http://127.0.0.1:2",
           "--etcd-cacert", ca], "http://127.0.0.1:2"),
     ]
+    # an empty first line logged in with an empty password (refused by
+    # etcd at every read, seen only in /status)
+    empty = procs.write_file("empty-pw", "\nsecret\n")
+    cases.append((["--etcd", "http://127.0.0.1:1", "--etcd-user", "u",
+                   "--etcd-password-file", empty], "first line is empty"))
     for args, what in cases:
         try:
             r = subprocess.run([h.binary(), "--admin", "off", "--listen",

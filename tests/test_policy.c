@@ -952,6 +952,53 @@ START_TEST(retry_backoff_grows_by_factor_caps_and_jitters) {
 }
 END_TEST
 
+/* A duration finer than a millisecond was cut to whole milliseconds:
+ * backoff.firstBackoff 500us (SCG: 0.5, 1, 2, 4 ms with factor 2) ran
+ * every retry at once (0 x factor^n), and warmupDuration PT0.0005S turned
+ * the recovery off. Refused at the arg; whole milliseconds in any unit
+ * are run as written. */
+START_TEST(sub_millisecond_durations_are_refused_not_cut) {
+    static const struct {
+        const char *filter, *path;
+    } bad[] = {
+        {"{\"name\":\"Retry\",\"args\":{\"backoff.firstBackoff\":\"500us\"}}",
+         "[0].filters[0].args.backoff.firstBackoff"},
+        {"{\"name\":\"Retry\",\"args\":{\"timeout\":\"1500000ns\"}}",
+         "[0].filters[0].args.timeout"},
+        {"{\"name\":\"CircuitBreaker\",\"args\":{\"warmupDuration\":"
+         "\"PT0.0005S\"}}",
+         "[0].filters[0].args.warmupDuration"},
+        {"{\"name\":\"CircuitBreaker\",\"args\":{\"timeoutDuration\":"
+         "\"PT1.0001S\"}}",
+         "[0].filters[0].args.timeoutDuration"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char doc[600];
+        snprintf(doc, sizeof doc,
+                 "[{\"id\":\"r\",\"uri\":\"http://b\",\"filters\":[%s]}]",
+                 bad[i].filter);
+        sy_error e = parse_error(doc, NULL);
+        ck_assert_int_eq(e.code, SY_EARG);
+        ck_assert_msg(strcmp(e.path, bad[i].path) == 0, "%s: path %s", doc,
+                      e.path);
+        ck_assert_msg(strstr(e.message, "whole milliseconds"), "%s: %s", doc,
+                      e.message);
+    }
+    fix f;
+    const sy_retry_policy *p = retry_of(
+        &f, "{\"name\":\"Retry\",\"args\":{\"statuses\":\"BAD_GATEWAY\","
+            "\"backoff.firstBackoff\":\"2000us\",\"backoff.maxBackoff\":"
+            "\"PT0.0080S\",\"backoff.factor\":\"2\"}}");
+    sy_str get = {"GET", 3};
+    uint32_t want[] = {2, 4, 8}, d;
+    for (uint32_t i = 0; i < 3; i++) {
+        ck_assert(sy_retry_next(p, i, get, SY_OUTCOME_5XX, 502, 0, 0, &d));
+        ck_assert_uint_eq(d, want[i]);
+    }
+    fix_close(&f);
+}
+END_TEST
+
 /* ---- circuit breaking ---- */
 
 #define CB_ROUTE(ARGS)                                                         \
@@ -2410,6 +2457,7 @@ int main(void) {
     tcase_add_test(tc, status_names_are_read_as_scg_reads_them);
     tcase_add_test(tc, retry_lists_as_arrays_and_empty_arrays_are_scgs);
     tcase_add_test(tc, retry_backoff_grows_by_factor_caps_and_jitters);
+    tcase_add_test(tc, sub_millisecond_durations_are_refused_not_cut);
     tcase_add_test(tc, breaker_opens_half_opens_and_closes);
     tcase_add_test(tc, a_breaker_told_no_time_reads_real_time);
     tcase_add_test(tc, a_default_breaker_is_each_routes_own_asked_in_turn);

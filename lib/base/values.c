@@ -123,8 +123,9 @@ static bool mul_add(int64_t *acc, int64_t v, int64_t mul) {
 }
 
 /* ISO-8601 duration: P[nD]T[nH][nM][n[.f]S] (days, hours, minutes,
- * seconds with an optional fraction), as java.time.Duration.parse. */
-static bool iso_duration_ms(const char *s, int64_t *out) {
+ * seconds with an optional fraction), as java.time.Duration.parse; a
+ * fraction finer than a millisecond sets *sub_ms and fails. */
+static bool iso_duration_ms(const char *s, int64_t *out, bool *sub_ms) {
     const char *p = s;
     if (to_upper(*p) != 'P')
         return false;
@@ -153,6 +154,10 @@ static bool iso_duration_ms(const char *s, int64_t *out) {
                 return false;
             int64_t scale = 100;
             while (is_digit(*p)) {
+                if (!scale && *p != '0') {
+                    *sub_ms = true;
+                    return false;
+                }
                 frac_ms += (*p - '0') * scale;
                 scale /= 10;
                 p++;
@@ -183,14 +188,21 @@ static bool iso_duration_ms(const char *s, int64_t *out) {
     return true;
 }
 
+/* Durations are kept in whole milliseconds: a finer one (500us,
+ * PT0.0005S) is refused, not cut (a 500us firstBackoff ran as 0, every
+ * retry at once, where SCG waits 0.5, 1, 2 ms). */
+static const char *const sub_ms_msg =
+    "durations are kept in whole milliseconds; this one is not";
+
 bool sy__value_duration_ms(const char *s, int64_t *out, const char **why) {
     static const char *msg = "expected a duration such as 10ms, 5s, 1m";
     if (!s || !*s)
         return set_why(why, msg);
     if (to_upper(*s) == 'P') {
         int64_t v;
-        if (!iso_duration_ms(s, &v))
-            return set_why(why, msg);
+        bool sub_ms = false;
+        if (!iso_duration_ms(s, &v, &sub_ms))
+            return set_why(why, sub_ms ? sub_ms_msg : msg);
         if (out)
             *out = v;
         return true;
@@ -205,12 +217,13 @@ bool sy__value_duration_ms(const char *s, int64_t *out, const char **why) {
     int64_t r;
     if (ul == 0 || ieq(end, ul, "ms"))
         r = v;
-    else if (ieq(end, ul, "ns"))
-        r = v / 1000000;
-    else if (ieq(end, ul, "us"))
-        r = v / 1000;
-    else if (ieq(end, ul, "s") || ieq(end, ul, "m") || ieq(end, ul, "h") ||
-             ieq(end, ul, "d")) {
+    else if (ieq(end, ul, "ns") || ieq(end, ul, "us")) {
+        int64_t per_ms = to_lower(*end) == 'n' ? 1000000 : 1000;
+        if (v % per_ms)
+            return set_why(why, sub_ms_msg);
+        r = v / per_ms;
+    } else if (ieq(end, ul, "s") || ieq(end, ul, "m") || ieq(end, ul, "h") ||
+               ieq(end, ul, "d")) {
         int64_t mul = 1000;
         switch (to_lower(*end)) {
         case 'm': mul = 60000; break;

@@ -455,6 +455,70 @@ END_TEST
 
 /* ---- shapes and modes ---- */
 
+/* A {NAME} in a filter template (a header value, SetRequestHostHeader's
+ * host, AddRequestParameter's value, SetPath, PrefixPath) that not every
+ * request of the route has was accepted and expanded to "": SetPath=/{seg}
+ * on Path=/x/{seg} and /y/... sent /y/1 upstream as "/", and AddRequestHeader
+ * with {nope} sent "v-", where SCG fails the request (500). Refused at the
+ * arg (the shortcut: at the filter), as a fallbackUri's {NAME} is. */
+START_TEST(template_variables_must_be_captured) {
+    static const struct {
+        const char *preds, *filter, *path, *var;
+    } bad[] = {
+        {"\"Path=/x/{seg}\"", "\"AddRequestHeader=X-A, v-{nope}\"",
+         "[0].filters[0]", "{nope}"},
+        {"\"Path=/x/{seg},/y/**\"", "\"SetPath=/{seg}\"", "[0].filters[0]",
+         "{seg}"},
+        {"\"Path=/x/{seg}\"",
+         "{\"name\":\"SetResponseHeader\",\"args\":{\"name\":\"X-B\","
+         "\"value\":\"{seg}-{other:[a-z]+}\"}}",
+         "[0].filters[0].args.value", "{other}"},
+        {"\"Host={sub}.example.com\"",
+         "{\"name\":\"PrefixPath\",\"args\":{\"prefix\":\"/{tenant}\"}}",
+         "[0].filters[0].args.prefix", "{tenant}"},
+        {"\"Path=/x/{seg}\"",
+         "{\"name\":\"SetRequestHostHeader\",\"args\":{\"host\":"
+         "\"{seg}.{zone}.internal\"}}",
+         "[0].filters[0].args.host", "{zone}"},
+        {"\"Path=/x/{seg}\"",
+         "{\"name\":\"AddRequestParameter\",\"args\":{\"name\":\"p\","
+         "\"value\":\"{ seg2 }\"}}",
+         "[0].filters[0].args.value", "{seg2}"},
+        {"\"Path=/x/{seg}\"",
+         "{\"name\":\"AddRequestHeadersIfNotPresent\",\"args\":{\"headers\":"
+         "[\"X-A:{seg}\",\"X-B:{nope}\"]}}",
+         "[0].filters[0].args.headers", "{nope}"},
+        {"\"Method=GET\"", "\"AddResponseHeader=X-C, {seg}\"", "[0].filters[0]",
+         "{seg}"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char doc[600];
+        snprintf(doc, sizeof doc,
+                 "[{\"id\":\"r\",\"uri\":\"http://b\",\"predicates\":[%s],"
+                 "\"filters\":[%s]}]",
+                 bad[i].preds, bad[i].filter);
+        sy_parse_options o = SY_PARSE_OPTIONS_INIT;
+        sy_error e;
+        ck_assert_int_eq(parse_err(doc, &o, &e), SY_EARG);
+        ck_assert_msg(strcmp(e.path, bad[i].path) == 0, "%s: path %s", doc,
+                      e.path);
+        ck_assert_msg(strstr(e.message, bad[i].var) &&
+                          strstr(e.message, "not every request"),
+                      "%s: %s", doc, e.message);
+    }
+    /* every request has them: Host and Path captures, regex and catch-all
+     * forms, the same name in each pattern; text that is no variable */
+    sy_document_free(
+        parse_ok("[{\"id\":\"r\",\"uri\":\"http://b\",\"predicates\":"
+                 "[\"Host={sub}.example.com\",\"Path=/x/{seg:[0-9]+}/{*rest},"
+                 "/y/{seg}/{*rest}\"],\"filters\":[\"SetPath=/{sub}/{seg}"
+                 "{rest}\",\"AddRequestHeader=X-A, {sub}-{ seg }\","
+                 "\"AddRequestHeader=X-J, a{/b}c {\",\"AddRequestHeader=X-E,"
+                 " {}\"]}]",
+                 false));
+}
+END_TEST
+
 START_TEST(envelope_version_may_be_string_or_integer) {
     sy_document *d = parse_ok("{\"version\": \"v42\", \"routes\": []}", false);
     ck_assert_str_eq(sy_document_version(d), "v42");
@@ -883,9 +947,11 @@ START_TEST(shortcut_arg_errors_name_the_field_in_the_message) {
 END_TEST
 
 START_TEST(spel_is_rejected_only_when_the_whole_value_is_an_expression) {
-    sy_document *d = parse_ok("[{\"id\":\"a\",\"uri\":\"no://op\",\"filters\":"
-                              "[\"SetPath=/a#{b}/c\"]}]",
-                              false);
+    sy_document *d =
+        parse_ok("[{\"id\":\"a\",\"uri\":\"no://op\",\"predicates\":"
+                 "[\"Path=/{b}\"],\"filters\":"
+                 "[\"SetPath=/a#{b}/c\"]}]",
+                 false);
     sy_document_free(d);
     sy_error e;
     ck_assert_int_eq(parse_err("[{\"id\":\"a\",\"uri\":\"no://op\",\"filters\":"
@@ -1593,6 +1659,7 @@ int main(void) {
     tcase_add_test(tc,
                    corpus_invalid_documents_fail_with_expected_code_and_path);
     tcase_add_test(tc, corpus_invalid_routes_become_issues_in_lenient_mode);
+    tcase_add_test(tc, template_variables_must_be_captured);
     tcase_add_test(tc, envelope_version_may_be_string_or_integer);
     tcase_add_test(tc,
                    envelope_version_too_large_for_an_integer_is_a_type_error);

@@ -326,12 +326,32 @@ static const char *const filters[] = {
     "\"Retry=3\"",
 };
 
+/* Whether the route whose text starts at t->p[from] (up to its filters)
+ * is accepted as far as its templates go: a filter's {p0} or {h0} that
+ * not every request of the route has is refused (the library's own check
+ * says which). */
+static bool templates_bound(const text *t, size_t from) {
+    size_t n = t->len - from;
+    char *doc = malloc(n + 4);
+    ck_assert_ptr_nonnull(doc);
+    doc[0] = '[';
+    memcpy(doc + 1, t->p + from, n);
+    memcpy(doc + 1 + n, "}]", 3);
+    sy_document *d = NULL;
+    sy_error e;
+    int rc = sy_document_parse(doc, n + 3, NULL, &d, &e);
+    free(doc);
+    sy_document_free(d);
+    return !(rc == SY_EARG && strstr(e.message, "not every request"));
+}
+
 /* One route object. Kinds: Path 0, Host 1, others 2..9. */
 static void gen_route(rng *r, text *t, const char *id, bool allow_disabled) {
     static const int orders[] = {-3, -1, 0, 0, 0, 0, 1, 2, 5};
     static const char *const uris[] = {"http://up-a:8080", "lb://svc-a",
                                        "https://up-b", "no://op",
                                        "forward:/local"};
+    size_t from = t->len;
     tput(t, "{\"id\":\"%s\",\"uri\":\"%s\"", id, PICK(r, uris));
     if (chance(r, 80))
         tput(t, ",\"order\":%d", PICK(r, orders));
@@ -368,16 +388,25 @@ static void gen_route(rng *r, text *t, const char *id, bool allow_disabled) {
     tput(t, "]");
     if (chance(r, 40)) {
         unsigned nf = 1 + below(r, 3);
-        tput(t, ",\"filters\":[");
-        bool retry = false; /* a route runs one Retry */
-        for (unsigned i = 0; i < nf; i++) {
-            const char *f = PICK(r, filters);
-            if (strcmp(f, "\"Retry=3\"") == 0 && retry)
-                f = "\"PreserveHostHeader\"";
-            retry |= strcmp(f, "\"Retry=3\"") == 0;
-            tput(t, "%s%s", i ? "," : "", f);
+        size_t at = t->len;
+        /* a second pass without templates when the route's requests do
+         * not all have their {p0} or {h0} */
+        for (int pass = 0; pass < 2; pass++) {
+            t->len = at;
+            tput(t, ",\"filters\":[");
+            bool retry = false; /* a route runs one Retry */
+            for (unsigned i = 0; i < nf; i++) {
+                const char *f = PICK(r, filters);
+                if ((strcmp(f, "\"Retry=3\"") == 0 && retry) ||
+                    (pass && strchr(f, '{')))
+                    f = "\"PreserveHostHeader\"";
+                retry |= strcmp(f, "\"Retry=3\"") == 0;
+                tput(t, "%s%s", i ? "," : "", f);
+            }
+            tput(t, "]");
+            if (pass || templates_bound(t, from))
+                break;
         }
-        tput(t, "]");
     }
     if (allow_disabled && chance(r, 10))
         tput(t, ",\"metadata\":{\"status\":\"disabled\"}");

@@ -530,6 +530,94 @@ const char *sy__route_fallback_unbound(const struct sy_route *r,
     return NULL;
 }
 
+/* ---- run or refuse: the {NAME}s of a route's filter templates (header
+ * values, SetRequestHostHeader's host, AddRequestParameter's value,
+ * SetPath, PrefixPath) must be variables every request of the route has.
+ * The plan expands an unknown one to "" (filter_template.c); SCG fails
+ * such a request (500): refused at compile (and, for the default filters,
+ * at each route that lacks it: router_core.c). ---- */
+
+/* The template field of built-in filter `id`, or NULL. */
+static const char *template_field(sy__builtin id) {
+    switch (id) {
+    case SY_F_ADD_REQUEST_HEADER:
+    case SY_F_SET_REQUEST_HEADER:
+    case SY_F_ADD_RESPONSE_HEADER:
+    case SY_F_SET_RESPONSE_HEADER:
+    case SY_F_ADD_REQUEST_PARAMETER: return "value";
+    case SY_F_ADD_REQUEST_HEADERS_IF_NOT_PRESENT: return "headers";
+    case SY_F_SET_REQUEST_HOST_HEADER: return "host";
+    case SY_F_SET_PATH: return "template";
+    case SY_F_PREFIX_PATH: return "prefix";
+    default: return NULL;
+    }
+}
+
+static bool space(char ch) {
+    return ch == ' ' || (unsigned char)(ch - '\t') <= '\r' - '\t';
+}
+
+/* The first variable of t, read as the plan's expansion reads them ('{',
+ * no '/' before the next '}', the name up to a ':', trimmed), that not
+ * every request of r has: its name at *name (*n bytes); NULL when none. */
+static const char *unbound_in(const struct sy_route *r, const char *t,
+                              size_t *n) {
+    for (const char *s = t; (s = strchr(s, '{'));) {
+        size_t j = strcspn(s + 1, "}/");
+        if (s[1 + j] != '}' || !j) {
+            s++;
+            continue;
+        }
+        const char *a = s + 1, *e = s + 1 + strcspn(s + 1, ":}");
+        while (a < e && space(*a))
+            a++;
+        while (e > a && space(e[-1]))
+            e--;
+        *n = (size_t)(e - a);
+        if (!*n || !always_captures(r, a, *n))
+            return a;
+        s += j + 2;
+    }
+    return NULL;
+}
+
+const char *sy__route_template_unbound(const struct sy_route *r,
+                                       const sy__def_entry *e,
+                                       const char **field, size_t *n) {
+    const sy__factory_spec *spec = sy__def_spec(e);
+    const char *f = spec ? template_field(spec->id) : NULL;
+    if (!f)
+        return NULL;
+    *field = f;
+    for (uint32_t a = 0; a < e->arg_count; a++) {
+        if (strcmp(e->args[a].key, f) != 0)
+            continue;
+        const char *v = unbound_in(r, e->args[a].value, n);
+        if (v)
+            return v;
+    }
+    return NULL;
+}
+
+int sy__route_check_templates(const struct sy_route *r, size_t i, const char *p,
+                              sy_error *err) {
+    const sy__def_entry *e = &r->more->filters[i];
+    const char *field = NULL;
+    size_t n = 0;
+    const char *v = sy__route_template_unbound(r, e, &field, &n);
+    if (!v)
+        return 0;
+    char at[300];
+    snprintf(at, sizeof at, "%s%s%s", p, e->shortcut ? "" : ".args.",
+             e->shortcut ? "" : field);
+    return sy__error_set(err, SY_EARG, at,
+                         "%s: %s: {%.*s}: not every request of the route has "
+                         "it (no Path or Host predicate each of whose "
+                         "patterns captures it): SCG fails such a request "
+                         "(500), it would be sent with \"\" there",
+                         sy__def_name(e), field, (int)(n > 80 ? 80 : n), v);
+}
+
 bool sy__route_keys_limiter(const struct sy_route *r, const sy__rl_cfg *rl) {
     return rl->kr.kind != SY_KR_PATH_VAR ||
            captures(r, rl->kr.arg, rl->kr.arg_len);
@@ -695,6 +783,11 @@ int sy__route_compile(struct sy_route *r, const sy__compile_env *env,
         if (pol && id == SY_F_REQUEST_RATE_LIMITER)
             rc = check_key_var(
                 r, pol, entry_path(p, sizeof p, &at, path, "filters", i), err);
+        const char *tf;
+        size_t tn;
+        if (!rc && sy__route_template_unbound(r, e, &tf, &tn))
+            rc = sy__route_check_templates(
+                r, i, entry_path(p, sizeof p, &at, path, "filters", i), err);
         if (!rc && pol && id == SY_F_CIRCUIT_BREAKER)
             rc = check_fallback_vars(
                 r, i, pol, entry_path(p, sizeof p, &at, path, "filters", i),

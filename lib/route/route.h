@@ -354,6 +354,18 @@ int sy__route_check_host(const struct sy_route *r, const char *const *runs,
  * as written, so one there (or in the default filters) is refused. */
 int sy__route_path_filter(const struct sy_route *r);
 
+/* The first {NAME} of filter e's template (a header value, a host,
+ * AddRequestParameter's value, SetPath, PrefixPath: *field names the
+ * arg) that not every request of r has, *n its length; NULL when none
+ * (or e has no template). */
+const char *sy__route_template_unbound(const struct sy_route *r,
+                                       const sy__def_entry *e,
+                                       const char **field, size_t *n);
+/* sy__route_template_unbound for r's filter i (at JSON path p), as a
+ * located SY_EARG. */
+int sy__route_check_templates(const struct sy_route *r, size_t i, const char *p,
+                              sy_error *err);
+
 /* The first '{' of a fallback path whose {NAME} not every request of r
  * has (or malformed: no name or no '}'), *n its name's length; NULL when
  * each is bound. */

@@ -2319,6 +2319,40 @@ START_TEST(a_default_limiter_path_variable_a_route_lacks_is_refused) {
 }
 END_TEST
 
+/* A default filter's template {NAME} (AddRequestHeader=X-T,{tenant},
+ * SetPath=/{seg}, ...) reaches every route: one whose requests do not all
+ * have NAME was accepted and sent the header or path with "" there (SCG
+ * fails those requests, 500); refused at the default filter, naming the
+ * route (lenient: that route left out). A route that has it runs it. */
+START_TEST(a_default_template_variable_a_route_lacks_is_refused) {
+    static const char *const defs[] = {
+        "[\"AddRequestHeader=X-A,1\",{\"name\":\"AddRequestHeader\",\"args\":"
+        "{\"name\":\"X-T\",\"value\":\"t-{tenant}\"}}]",
+        "[\"AddRequestHeader=X-A,1\",\"SetPath=/{tenant}/x\"]"};
+    static const char *const where[] = {"defaultFilters[1].args.value",
+                                        "defaultFilters[1]"};
+    static const char doc[] =
+        "[{\"id\":\"t\",\"uri\":\"http://b\",\"predicates\":"
+        "[\"Host={tenant}.example.com\"]},"
+        "{\"id\":\"n\",\"uri\":\"http://b\",\"predicates\":[\"Path=/n\"]}]";
+    for (int lenient = 0; lenient < 2; lenient++)
+        for (size_t i = 0; i < 2; i++) {
+            sy_router *r = defaults_router(defs[i], false, lenient);
+            default_refuses_route(r, doc, lenient, SY_EARG, where[i], "n",
+                                  "{tenant}");
+            sy_router_free(r);
+        }
+    static const char ok[] =
+        "[{\"id\":\"t\",\"uri\":\"http://b\",\"predicates\":"
+        "[\"Host={tenant}.example.com\"]}]";
+    sy_router *r = defaults_router(defs[0], false, 0);
+    sy_error e;
+    ck_assert_msg(sy_router_apply(r, "s", ok, strlen(ok), NULL, &e) == 0,
+                  "%s: %s", e.path, e.message);
+    sy_router_free(r);
+}
+END_TEST
+
 /* The same path filters among the router's default filters: SCG runs
  * them on a forward: route's path too, the hosts forward to the uri's
  * path as written; a host that runs forward: refuses the forward: route
@@ -2498,6 +2532,7 @@ int main(void) {
     tcase_add_test(tc,
                    a_default_limiter_path_variable_a_route_lacks_is_refused);
     tcase_add_test(tc, a_default_limiter_is_counted_on_every_route);
+    tcase_add_test(tc, a_default_template_variable_a_route_lacks_is_refused);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

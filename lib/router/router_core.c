@@ -477,11 +477,28 @@ static const sy__rl_cfg *default_var_limiter(const sy_router *r, int *at) {
     return *at >= 0 && rl->kr.kind == SY_KR_PATH_VAR ? rl : NULL;
 }
 
+/* The first default filter whose template (a header
+ * value, SetPath, ...) names a {NAME} route rt's requests do not all have
+ * (rt NULL: any {NAME}: the defaults are a route without predicates), its
+ * index (*field, *v, *n: the arg, the name); -1 when none. */
+static int default_template_at(const sy_router *r, const struct sy_route *rt,
+                               const char **field, const char **v, size_t *n) {
+    const struct sy_route *d = r->defaults;
+    for (size_t i = 0; d && i < d->more->filter_count; i++)
+        if ((*v = sy__route_template_unbound(rt ? rt : d, &d->more->filters[i],
+                                             field, n)))
+            return (int)i;
+    return -1;
+}
+
 bool sy__router_checks_every_route(const sy_router *r) {
     int at;
+    const char *f, *v;
+    size_t n;
     return r->dflt_path >= 0 ||
            policy_at(r->defaults, SY_F_CIRCUIT_BREAKER, NULL) >= 0 ||
-           default_var_limiter(r, &at);
+           default_var_limiter(r, &at) ||
+           default_template_at(r, NULL, &f, &v, &n) >= 0;
 }
 
 int sy__router_check_policies(sy_router *r, const struct sy_route *rt,
@@ -518,6 +535,24 @@ int sy__router_check_policies(sy_router *r, const struct sy_route *rt,
             "or Host pattern of route '%s' (%s) captures {%s}: its every "
             "request would get the empty key (its status), never a limit",
             rl->kr.arg, rt->id, at, rl->kr.arg);
+    }
+    /* a default filter's template {NAME} this route's requests do not
+     * all have: SCG fails them (500), the plan would expand it to "" */
+    const char *tf, *tv;
+    size_t tn;
+    int ti = default_template_at(r, rt, &tf, &tv, &tn);
+    if (ti >= 0) {
+        route_path(at, sizeof at, list, index);
+        bool sc = r->defaults->more->filters[ti].shortcut;
+        snprintf(p, sizeof p, "defaultFilters[%d]%s%s", ti, sc ? "" : ".args.",
+                 sc ? "" : tf);
+        return sy__error_set(
+            err, SY_EARG, p,
+            "%s: %s: {%.*s}: not every request of route '%s' (%s) has it "
+            "(no Path or Host predicate each of whose patterns captures "
+            "it): SCG fails such a request (500)",
+            sy__def_name(&r->defaults->more->filters[ti]), tf,
+            (int)(tn > 80 ? 80 : tn), tv, rt->id, at);
     }
     /* a default breaker's fallbackUri with a {NAME} this route's requests
      * do not all have: their fallback would fail (500) */

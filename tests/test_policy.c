@@ -952,6 +952,47 @@ START_TEST(retry_backoff_grows_by_factor_caps_and_jitters) {
 }
 END_TEST
 
+/* Durations past what the breaker and the retry run with were clamped:
+ * waitDurationInOpenState 50d ran as 49.7 days (4294967295 ms), and a
+ * Retry delay was capped at one day (firstBackoff 2d waited 1d). Refused
+ * past 4294967295 ms at the arg; a delay up to that is waited as given. */
+START_TEST(long_durations_are_refused_or_run_not_clamped) {
+    static const struct {
+        const char *filter, *path;
+    } bad[] = {
+        {"{\"name\":\"CircuitBreaker\",\"args\":{\"waitDurationInOpenState\":"
+         "\"50d\"}}",
+         "[0].filters[0].args.waitDurationInOpenState"},
+        {"{\"name\":\"CircuitBreaker\",\"args\":{\"timeoutDuration\":"
+         "\"4294967296\"}}",
+         "[0].filters[0].args.timeoutDuration"},
+        {"{\"name\":\"Retry\",\"args\":{\"backoff.firstBackoff\":\"P50D\"}}",
+         "[0].filters[0].args.backoff.firstBackoff"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char doc[600];
+        snprintf(doc, sizeof doc,
+                 "[{\"id\":\"r\",\"uri\":\"http://b\",\"filters\":[%s]}]",
+                 bad[i].filter);
+        sy_error e = parse_error(doc, NULL);
+        ck_assert_int_eq(e.code, SY_ERANGE);
+        ck_assert_msg(strcmp(e.path, bad[i].path) == 0, "%s: path %s", doc,
+                      e.path);
+    }
+    fix f;
+    const sy_retry_policy *p = retry_of(
+        &f, "{\"name\":\"Retry\",\"args\":{\"statuses\":\"BAD_GATEWAY\","
+            "\"backoff.firstBackoff\":\"2d\",\"backoff.factor\":\"2\"}}");
+    sy_str get = {"GET", 3};
+    uint32_t d;
+    ck_assert(sy_retry_next(p, 0, get, SY_OUTCOME_5XX, 502, 0, 0, &d));
+    ck_assert_uint_eq(d, 172800000u);
+    ck_assert(sy_retry_next(p, 1, get, SY_OUTCOME_5XX, 502, 0, 0, &d));
+    ck_assert_uint_eq(d, 345600000u);
+    fix_close(&f);
+}
+END_TEST
+
 /* A duration finer than a millisecond was cut to whole milliseconds:
  * backoff.firstBackoff 500us (SCG: 0.5, 1, 2, 4 ms with factor 2) ran
  * every retry at once (0 x factor^n), and warmupDuration PT0.0005S turned
@@ -2492,6 +2533,7 @@ int main(void) {
     tcase_add_test(tc, retry_lists_as_arrays_and_empty_arrays_are_scgs);
     tcase_add_test(tc, retry_backoff_grows_by_factor_caps_and_jitters);
     tcase_add_test(tc, sub_millisecond_durations_are_refused_not_cut);
+    tcase_add_test(tc, long_durations_are_refused_or_run_not_clamped);
     tcase_add_test(tc, breaker_opens_half_opens_and_closes);
     tcase_add_test(tc, a_breaker_told_no_time_reads_real_time);
     tcase_add_test(tc, a_default_breaker_is_each_routes_own_asked_in_turn);

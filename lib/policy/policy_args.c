@@ -222,6 +222,11 @@ int sy__parg_duration(sy__pargs *p, const char *name, int64_t min_ms,
     if (ms < min_ms)
         return sy__parg_fail(p, SY_ERANGE, name, "must be at least %lldms",
                              (long long)min_ms);
+    /* the breaker and the retry run durations in 32 bits of ms: a longer
+     * one was clamped to that, silently */
+    if (ms > (int64_t)UINT32_MAX)
+        return sy__parg_fail(p, SY_ERANGE, name,
+                             "must be at most 4294967295ms (49.7 days)");
     *out = ms;
     return 0;
 }

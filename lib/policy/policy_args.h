@@ -38,7 +38,8 @@ int sy__parg_unknown(sy__pargs *p, const char *known);
 int sy__parg_fail(sy__pargs *p, int code, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* Typed reads: 0 and *out (unchanged when absent), or an error. */
+/* Typed reads: 0 and *out (unchanged when absent), or an error. A
+ * duration is at most 4294967295 ms (SY_ERANGE past it). */
 int sy__parg_int(sy__pargs *p, const char *name, int64_t min, int64_t max,
                  int64_t *out, bool *present);
 int sy__parg_bool(sy__pargs *p, const char *name, bool *out);

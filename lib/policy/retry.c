@@ -191,8 +191,8 @@ static uint64_t delay_of(const sy_retry_policy *p, uint32_t n,
     double d = (double)p->first_ms * pow((double)p->factor, (double)n - 1);
     if (p->max_ms && d > p->max_ms)
         d = p->max_ms;
-    if (d > 86400000.0)
-        d = 86400000.0;
+    if (d > (double)UINT32_MAX) /* what the delay's type holds */
+        d = (double)UINT32_MAX;
     uint64_t ms = (uint64_t)d;
     if (p->jitter && p->random_factor > 0) {
         uint64_t off = (uint64_t)((double)ms * p->random_factor);

@@ -497,9 +497,8 @@ static cJSON *route_json(scg_converter *c, const node *r, const char *path,
                       path);
         return NULL;
     }
-    static const char *const fields[] = {"id",      "uri",      "predicates",
-                                         "filters", "metadata", "order",
-                                         "enabled"};
+    static const char *const fields[] = {
+        "id", "uri", "predicates", "filters", "metadata", "order", "enabled"};
     const node *f[7] = {0};
     for (size_t i = 0; i < r->n; i++) {
         size_t k = 0;
@@ -589,7 +588,7 @@ static cJSON *route_json(scg_converter *c, const node *r, const char *path,
                        ? scg_scalar_json(c, f[6], p, NULL, false)
                        : NULL;
         const char *t = cJSON_IsString(v) ? v->valuestring : "";
-        static const char *const words[] = {"true", "on",  "yes",
+        static const char *const words[] = {"true",  "on",  "yes",
                                             "false", "off", "no"};
         size_t k = 0;
         while (k < 6 && strcasecmp(t, words[k]) != 0)
@@ -643,6 +642,19 @@ char *scg_converter_document(scg_converter *c, size_t *len, size_t *routes) {
                       "default-filters)",
                       gpath, k->key);
     }
+    /* where RequestRateLimiter's buckets live: not a route's; say where it
+     * goes instead of leaving it unread */
+    const node *sp = scg_map_get(c->root, "spring");
+    const node *redis[2] = {scg_map_get(scg_map_get(sp, "data"), "redis"),
+                            scg_map_get(sp, "redis")};
+    for (int i = 0; i < 2; i++)
+        if (redis[i])
+            scg_issue_add(c, false, redis[i]->file, redis[i]->line,
+                          "%s: not converted: the rate limits share buckets "
+                          "in Redis only through the mini-gateway's --redis "
+                          "HOST:PORT (no AUTH, no TLS); without it each "
+                          "gateway limits on its own",
+                          i ? "spring.redis" : "spring.data.redis");
     const node *rl = scg_map_get(g, "routes");
     if (!rl)
         scg_issue_add(c, true, c->nfiles ? c->files[0] : "", 0,

@@ -159,6 +159,22 @@ head -n 10 "$tmp/off.yml" >"$tmp/off2.yml"
 "$bin" convert "$tmp/off2.yml" >"$tmp/off.json" 2>/dev/null
 same "enabled carried over as a boolean" "False True" \
     "$(jpy "$tmp/off.json" 'str(d[0]["enabled"]) + " " + str(d[1]["enabled"])')"
+# spring.data.redis is not a route's: named in a warning, not left unread
+cat >"$tmp/redis.yml" <<'Y'
+spring:
+  data:
+    redis:
+      host: redis.prod
+      password: pw
+  cloud:
+    gateway:
+      routes:
+        - id: rl
+          uri: http://x
+Y
+"$bin" convert "$tmp/redis.yml" >/dev/null 2>"$tmp/redis.err"
+same "spring.data.redis is warned about, located" \
+    "0|1" "$?|$(grep -c "^warning: $tmp/redis.yml:3: spring.data.redis: not converted: .*--redis HOST:PORT" "$tmp/redis.err")"
 printf 'spring:\n  cloud: [a\n' >"$tmp/syntax.yml"
 "$bin" convert "$tmp/syntax.yml" >/dev/null 2>"$tmp/syn.err"
 same "a YAML syntax error fails, with its line" "1|1" \

@@ -320,7 +320,9 @@ static int finish(gw_options *o, const unsigned char *seen) {
                      SIZE_MAX) ||
         out_of_range("--retries", (uint64_t)cfg->retries, 0, 7) ||
         out_of_range("--workers", (uint64_t)cfg->workers, 1, GW_MAX_WORKERS) ||
-        out_of_range("--redis-timeout", cfg->redis_timeout_ms, 1, UINT64_MAX) ||
+        /* (at most a day: a sent time plus it cannot wrap, which made
+         * every call time out at once and the limits fail open) */
+        out_of_range("--redis-timeout", cfg->redis_timeout_ms, 1, 86400000) ||
         (given(seen, "--etcd-token-renew") &&
          out_of_range("--etcd-token-renew", cfg->etcd_token_renew_ms, 1,
                       UINT64_MAX)))

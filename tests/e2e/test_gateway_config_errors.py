@@ -174,6 +174,8 @@ def command_line(procs, c, routes, inst):
         (["--max-header-bytes", "100"], "--max-header-bytes"),
         (["--redis", "127.0.0.1:1", "--redis-timeout", "0"],
          "--redis-timeout"),
+        (["--redis", "127.0.0.1:1", "--redis-timeout",
+          "18446744073709551615"], "--redis-timeout"),
         (["--redis-timeout", "50"], "--redis-timeout"),
         # no host hiredis connects to: rate limits failed open forever
         (["--redis", "redis://127.0.0.1:6379"], "--redis"),

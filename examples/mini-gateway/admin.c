@@ -170,6 +170,10 @@ static void answer_status(gw_admin_call *a) {
     gw_config_files_json(&b);
     gw_overrides_json(&b); /* admin changes kept over files (state.c) */
     gw_state_json(&b);     /* --state */
+    if (G.cfg.redis) {     /* the limiter's Redis: AUTH and errors (redis.c) */
+        gw_buf_adds(&b, ",\"redis\":");
+        gw_redis_status_json(&b);
+    }
 #ifdef GW_HAVE_ETCD
     if (G.etcd) { /* the etcd source's own view (etcd_source.h) */
         char *e = gw_etcd_status_json(G.etcd);

@@ -150,10 +150,13 @@ typedef struct gw_config {
     const char *etcd_user, *etcd_password_file;
     uint64_t etcd_token_renew_ms; /* 0: etcd_auth.c's default */
     const char *etcd_cacert, *etcd_cert, *etcd_key;
-    bool admin_overrides_files;  /* admin changes to file sources kept */
-    const char *state_file;      /* --state FILE: admin changes kept */
-    const char *redis;           /* --redis HOST:PORT or unix:PATH */
-    uint64_t redis_timeout_ms;   /* a Redis call answers within this */
+    bool admin_overrides_files; /* admin changes to file sources kept */
+    const char *state_file;     /* --state FILE: admin changes kept */
+    const char *redis;          /* --redis HOST:PORT or unix:PATH */
+    uint64_t redis_timeout_ms;  /* a Redis call answers within this */
+    /* Redis AUTH: --redis-user (an ACL user, or NULL: the default user),
+     * --redis-password-file and its first line (never printed) */
+    const char *redis_user, *redis_password_file, *redis_password;
     uint64_t retry_body_bytes;   /* request bodies kept for a retry */
     const char *default_filters; /* --default-filters FILE */
     bool quiet;                  /* no access log */
@@ -241,6 +244,7 @@ typedef struct gw_wmetrics {
     /* policies (policy.c): by (route, GW_POLICY_*) */
     gw_count_table policy;
     atomic_ullong redis_errors, redis_timeouts, redis_calls;
+    atomic_ullong redis_auth_failures; /* AUTH refused, or NOAUTH */
 } gw_wmetrics;
 
 enum {
@@ -533,6 +537,11 @@ int64_t gw_wall_ms(void);
 /* Copy `src` (NULL: "") into dst[cap], cut to fit; always terminated. */
 void gw_copy_str(char *dst, size_t cap, const char *src);
 void gw_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* redis.c: /status's "redis": the address, the user, whether a password is
+ * given (never the password), AUTH's last result and Redis's reason for the
+ * last refusal, the counts summed over workers. */
+void gw_redis_status_json(gw_buf *b);
 const char *gw_status_text(int status);
 /* A listening socket with SO_REUSEPORT, opened into a uv_tcp_t. */
 int gw_listen_tcp(uv_loop_t *loop, uv_tcp_t *tcp, const char *host, int port,

@@ -312,7 +312,7 @@ static void breakers_text(gw_buf *out) {
 }
 
 static void policy_text(gw_buf *out, const gw_count_table *pol, uint64_t rcalls,
-                        uint64_t rerr, uint64_t rtimeouts) {
+                        uint64_t rerr, uint64_t rtimeouts, uint64_t rauth) {
     per_route(out, pol, GW_POLICY_LIMITED, "gateway_rate_limit_limited_total",
               "Requests denied by a RequestRateLimiter, by route.");
     per_route(out, pol, GW_POLICY_FAILED_OPEN,
@@ -330,9 +330,14 @@ static void policy_text(gw_buf *out, const gw_count_table *pol, uint64_t rcalls,
                   "# HELP gateway_rate_limit_redis_timeouts_total Redis calls "
                   "not answered within --redis-timeout.\n"
                   "# TYPE gateway_rate_limit_redis_timeouts_total counter\n"
-                  "gateway_rate_limit_redis_timeouts_total %llu\n",
+                  "gateway_rate_limit_redis_timeouts_total %llu\n"
+                  "# HELP gateway_rate_limit_redis_auth_failures_total Redis "
+                  "AUTH refused, or NOAUTH (no --redis-password-file).\n"
+                  "# TYPE gateway_rate_limit_redis_auth_failures_total "
+                  "counter\n"
+                  "gateway_rate_limit_redis_auth_failures_total %llu\n",
                   (unsigned long long)rcalls, (unsigned long long)rerr,
-                  (unsigned long long)rtimeouts);
+                  (unsigned long long)rtimeouts, (unsigned long long)rauth);
     breakers_text(out);
     per_route(out, pol, GW_POLICY_REJECTED,
               "gateway_circuit_breaker_rejected_by_route_total",
@@ -392,7 +397,7 @@ void gw_metrics_text(gw_buf *out) {
     double up_sum = 0;
     uint64_t retries = 0, connects = 0, reuses = 0;
     gw_count_table pol = {0};
-    uint64_t rerr = 0, rtimeouts = 0, rcalls = 0;
+    uint64_t rerr = 0, rtimeouts = 0, rcalls = 0, rauth = 0;
     for (int w = 0; w < G.nworkers; w++) {
         gw_wmetrics *m = &G.workers[w].metrics;
         m_lock(m);
@@ -403,6 +408,7 @@ void gw_metrics_text(gw_buf *out) {
         rerr += atomic_load(&m->redis_errors);
         rtimeouts += atomic_load(&m->redis_timeouts);
         rcalls += atomic_load(&m->redis_calls);
+        rauth += atomic_load(&m->redis_auth_failures);
         for (size_t i = 0; i < m->requests.len; i++) {
             const gw_route_count *e = &m->requests.counts[i];
             if (e->status != LAT_SUM_US) {
@@ -463,6 +469,6 @@ void gw_metrics_text(gw_buf *out) {
                   atomic_load(&G.active_clients), gw_active_requests(),
                   (unsigned long long)retries, (unsigned long long)connects,
                   (unsigned long long)reuses);
-    policy_text(out, &pol, rcalls, rerr, rtimeouts);
+    policy_text(out, &pol, rcalls, rerr, rtimeouts, rauth);
     table_free(&pol);
 }

@@ -132,6 +132,13 @@ static const opt opts[] = {
      "unix:PATH for its Unix socket"},
     {"--redis-timeout", "MS", OPT_U64, AT(cfg.redis_timeout_ms), NULL,
      "a Redis call not answered within fails open (default 100)"},
+    {"--redis-user", "NAME", OPT_STR, AT(cfg.redis_user), NULL,
+     "authenticate to Redis as NAME, a Redis 6 ACL user (with "
+     "--redis-password-file)"},
+    {"--redis-password-file", "FILE", OPT_STR, AT(cfg.redis_password_file),
+     NULL,
+     "the Redis password (the file's first line): AUTH on every "
+     "connection"},
     {"--retry-body-bytes", "N", OPT_U64, AT(cfg.retry_body_bytes), NULL,
      "request body kept for a Retry or a fallback (default 1048576)"},
     {"--default-filters", "FILE", OPT_STR, AT(cfg.default_filters), NULL,
@@ -269,9 +276,15 @@ static int given(const unsigned char *seen, const char *name) {
  * (or, in backend mode, is not the backend's). */
 static int unused_flags(const gw_options *o, const unsigned char *seen) {
     static const char *const needs[][2] = {
-        {"--etcd-prefix", "--etcd"}, {"--etcd-token-renew", "--etcd-user"},
-        {"--etcd-trace", "--etcd"},  {"--redis-timeout", "--redis"},
-        {"--id", "--backend"},       {"--version", "--backend"},
+        {"--etcd-prefix", "--etcd"},
+        {"--etcd-token-renew", "--etcd-user"},
+        {"--etcd-trace", "--etcd"},
+        {"--redis-timeout", "--redis"},
+        {"--redis-user", "--redis"},
+        {"--redis-password-file", "--redis"},
+        {"--redis-user", "--redis-password-file"},
+        {"--id", "--backend"},
+        {"--version", "--backend"},
     };
     for (size_t i = 0; i < sizeof needs / sizeof *needs; i++)
         if (given(seen, needs[i][0]) && !given(seen, needs[i][1])) {
@@ -301,6 +314,39 @@ static bool redis_host(const char *h) {
         if (!isalnum((unsigned char)*p) && !strchr(".-_:%", *p))
             return false;
     return true;
+}
+
+/* The Redis password: the first line of --redis-password-file, read
+ * here so that a bad file stops the start (exit 2) naming the flag; the
+ * password itself is never printed. */
+static int redis_password(gw_config *cfg) {
+    static char pw[1024];
+    const char *file = cfg->redis_password_file;
+    FILE *f = fopen(file, "r");
+    bool ok = f && fgets(pw, sizeof pw, f);
+    if (f)
+        fclose(f);
+    if (!ok) {
+        fprintf(stderr,
+                "mini-gateway: --redis-password-file %s: cannot read it "
+                "(or it is empty)\n",
+                file);
+        return -1;
+    }
+    pw[strcspn(pw, "\r\n")] = 0;
+    if (!pw[0]) { /* AUTH "" is refused by Redis: every limit failed open */
+        fprintf(stderr,
+                "mini-gateway: --redis-password-file %s: its first line "
+                "is empty (the password is the first line)\n",
+                file);
+        return -1;
+    }
+    if (cfg->redis_user && !cfg->redis_user[0]) {
+        fprintf(stderr, "mini-gateway: --redis-user is empty\n");
+        return -1;
+    }
+    cfg->redis_password = pw;
+    return 0;
 }
 
 /* Limits that need every flag: the listen address, ranges, the build. */
@@ -348,6 +394,8 @@ static int finish(gw_options *o, const unsigned char *seen) {
                 cfg->redis);
         return -1;
     }
+    if (cfg->redis_password_file && redis_password(cfg))
+        return -1;
     if (given(seen, "--admin-token") && !cfg->admin_port) {
         fprintf(stderr, "mini-gateway: --admin-token is used only with an "
                         "admin port (--admin is off)\n");

@@ -47,6 +47,20 @@
  * a second while commands are in flight) is closed and opened again at most
  * once a second; meanwhile calls fail at once, without waiting.
  *
+ * With --redis-password-file, every connection's first command is AUTH
+ * (AUTH user password with --redis-user, a Redis 6 ACL user), queued
+ * before the scripts' SCRIPT LOAD: Redis answers in order, so no script
+ * call runs unauthenticated. A refused AUTH (WRONGPASS, or an error
+ * naming no password configured) or a NOAUTH answer (Redis wants a
+ * password and none was given) closes the connection: the calls fail
+ * open, as SCG's limiter does while Redis is unusable, and the
+ * connection is opened (and AUTH sent) again a second later. A refusal
+ * is counted (gateway_rate_limit_redis_auth_failures_total and
+ * _errors_total), shown in /status ("redis") and logged with Redis's
+ * reason: a worker's first, a new reason at once, the same one again at
+ * most once a minute (a line a second per worker told nothing new). The
+ * password is never logged nor shown.
+ *
  * hiredis's own libuv adapter (hiredis/adapters/libuv.h, Debian 0.14)
  * ignores the error status of its poll handle, which libuv reports for a
  * refused connect or a reset socket (and then stops polling): hiredis would
@@ -58,6 +72,7 @@
 
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +83,7 @@
 #define GW_REDIS_STALL_MS 1000  /* no reply that long: reconnect */
 #define GW_RCALL_SMALL 256      /* buf bytes of a call block kept for reuse */
 #define GW_RCALL_KEEP 256       /* call blocks kept per connection */
+#define GW_REDIS_AUTH_LOG_MS 60000 /* the same AUTH refusal logged again */
 
 /* One request's call: KEYS[1], KEYS[2], ARGV[1..4], copied into buf. */
 struct gw_rcall {
@@ -123,7 +139,16 @@ typedef struct gw_redis {
     unsigned nspare;
     unsigned late; /* calls timed out, not logged yet */
     uint64_t late_logged_ms;
+    char auth_logged[128];   /* the last AUTH refusal logged */
+    uint64_t auth_logged_ms; /* when */
+    unsigned auth_unlogged;  /* refusals since, not logged */
 } gw_redis;
+
+/* What the workers' connections last heard of AUTH, for /status. */
+enum { AUTH_NONE, AUTH_PENDING, AUTH_OK, AUTH_REFUSED };
+static pthread_mutex_t auth_mu = PTHREAD_MUTEX_INITIALIZER;
+static int auth_state = AUTH_PENDING;
+static char auth_error[160]; /* Redis's reason, the last refusal */
 
 static uint64_t now_ms(void) {
     return gw_now_ns() / 1000000u;
@@ -330,9 +355,24 @@ static int send_cmd(gw_redis *r, gw_rcmd *m) {
                : -1;
 }
 
+static void auth_refused(gw_redis *r, const char *reason);
+static void auth_set(int state, const char *reason);
+
+static bool is_noauth(const redisReply *rep) {
+    return rep && rep->type == REDIS_REPLY_ERROR &&
+           strncmp(rep->str, "NOAUTH", 6) == 0;
+}
+
 static void on_script_loaded(redisAsyncContext *ac, void *reply, void *priv) {
     gw_redis *r = ac->data;
     redisReply *rep = reply;
+    if (r && ac == r->ac && is_noauth(rep)) { /* the connection's first */
+        auth_refused(r, rep->str);
+        return;
+    }
+    if (r && ac == r->ac && rep && rep->type == REDIS_REPLY_STRING &&
+        !G.cfg.redis_password)
+        auth_set(AUTH_NONE, NULL); /* (again, after a NOAUTH) */
     gw_script *s = r ? &r->scripts[priv != NULL] : NULL;
     if (s && rep && rep->type == REDIS_REPLY_STRING &&
         rep->len < sizeof s->sha) {
@@ -376,6 +416,8 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
         if (send_cmd(r, m) == 0)
             return; /* still in flight */
     }
+    if (ac->data && ac == r->ac && is_noauth(rep))
+        auth_refused(r, rep->str); /* closed once this callback returns */
     if (r->inflight)
         r->inflight--;
     r->reply_ms = now_ms(); /* the stall check counts from here */
@@ -390,7 +432,8 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
         } else {
             if (c->cb) {
                 atomic_fetch_add(&r->w->metrics.redis_errors, 1);
-                if (rep && rep->type == REDIS_REPLY_ERROR && !logged)
+                if (rep && rep->type == REDIS_REPLY_ERROR && !logged &&
+                    !is_noauth(rep)) /* (logged by auth_refused) */
                     gw_log("redis: %s", rep->str);
                 logged = true;
             }
@@ -532,6 +575,126 @@ static void on_disconnect(const redisAsyncContext *ac, int status) {
         gone(r, ac, status != REDIS_OK ? "lost the connection to" : NULL);
 }
 
+/* ---- AUTH ---- */
+
+static void auth_set(int state, const char *reason) {
+    pthread_mutex_lock(&auth_mu);
+    auth_state = state;
+    if (reason)
+        snprintf(auth_error, sizeof auth_error, "%s", reason);
+    pthread_mutex_unlock(&auth_mu);
+}
+
+/* Redis refused the connection's AUTH, or wants one (NOAUTH): counted,
+ * kept for /status, logged (a repeat of the last reason at most once a
+ * minute), and the connection closed (freed once the reply's callback
+ * returned; hiredis answers the calls queued behind as failed: they fail
+ * open); opened again a second later. */
+static void auth_refused(gw_redis *r, const char *reason) {
+    char why[128];
+    /* Redis's reasons name no password; should one ever echo it back */
+    if (G.cfg.redis_password && strstr(reason, G.cfg.redis_password))
+        snprintf(why, sizeof why,
+                 "(Redis's reason withheld: it holds the "
+                 "password)");
+    else
+        snprintf(why, sizeof why, "%s", reason);
+    atomic_fetch_add(&r->w->metrics.redis_auth_failures, 1);
+    atomic_fetch_add(&r->w->metrics.redis_errors, 1);
+    auth_set(AUTH_REFUSED, why);
+    uint64_t now = now_ms();
+    if (strcmp(why, r->auth_logged) || !r->auth_logged_ms ||
+        now - r->auth_logged_ms >= GW_REDIS_AUTH_LOG_MS) {
+        char more[64] = "";
+        if (r->auth_unlogged && !strcmp(why, r->auth_logged))
+            snprintf(more, sizeof more, " (%u time(s) more since)",
+                     r->auth_unlogged);
+        if (!G.cfg.redis_password)
+            gw_log("redis: %s wants a password (%s): give "
+                   "--redis-password-file (and --redis-user for an ACL "
+                   "user); rate limits fail open until then%s",
+                   G.cfg.redis, why, more);
+        else
+            gw_log("redis: AUTH to %s%s%s refused (%s): rate limits fail "
+                   "open, AUTH again in a second%s",
+                   G.cfg.redis, G.cfg.redis_user ? " as " : "",
+                   G.cfg.redis_user ? G.cfg.redis_user : "", why, more);
+        snprintf(r->auth_logged, sizeof r->auth_logged, "%s", why);
+        r->auth_logged_ms = now;
+        r->auth_unlogged = 0;
+    } else {
+        r->auth_unlogged++;
+    }
+    redisAsyncContext *ac = r->ac;
+    r->ac = NULL;
+    r->connected = false;
+    r->scripts[0].sha[0] = r->scripts[1].sha[0] = 0;
+    r->retry_at_ms = now + GW_REDIS_RETRY_MS;
+    redisAsyncFree(ac); /* in a callback: once it returned */
+}
+
+static void on_auth(redisAsyncContext *ac, void *reply, void *priv) {
+    (void)priv;
+    gw_redis *r = ac->data;
+    redisReply *rep = reply;
+    if (!r || ac != r->ac || !rep)
+        return; /* closed: the close said why */
+    if (rep->type == REDIS_REPLY_ERROR)
+        auth_refused(r, rep->str);
+    else
+        auth_set(AUTH_OK, NULL);
+}
+
+/* AUTH first, when a password is given: queued before anything else. */
+static void send_auth(gw_redis *r) {
+    const char *argv[3] = {"AUTH"};
+    size_t len[3] = {4}, n = 1;
+    if (G.cfg.redis_user) {
+        argv[n] = G.cfg.redis_user;
+        len[n++] = strlen(G.cfg.redis_user);
+    }
+    argv[n] = G.cfg.redis_password;
+    len[n++] = strlen(G.cfg.redis_password);
+    redisAsyncCommandArgv(r->ac, on_auth, NULL, (int)n, argv, len);
+}
+
+void gw_redis_status_json(gw_buf *b) {
+    uint64_t calls = 0, errors = 0, timeouts = 0, auth_failures = 0;
+    for (int w = 0; w < G.nworkers; w++) {
+        gw_wmetrics *m = &G.workers[w].metrics;
+        calls += atomic_load(&m->redis_calls);
+        errors += atomic_load(&m->redis_errors);
+        timeouts += atomic_load(&m->redis_timeouts);
+        auth_failures += atomic_load(&m->redis_auth_failures);
+    }
+    static const char *const names[] = {"none", "pending", "ok", "refused"};
+    pthread_mutex_lock(&auth_mu);
+    int st = auth_state;
+    char err[sizeof auth_error];
+    memcpy(err, auth_error, sizeof err);
+    pthread_mutex_unlock(&auth_mu);
+    if (st == AUTH_PENDING && !G.cfg.redis_password && !err[0])
+        st = AUTH_NONE; /* no password and no NOAUTH heard */
+    gw_buf_adds(b, "{\"address\":");
+    gw_buf_json_str(b, G.cfg.redis, strlen(G.cfg.redis));
+    gw_buf_adds(b, ",\"user\":");
+    if (G.cfg.redis_user)
+        gw_buf_json_str(b, G.cfg.redis_user, strlen(G.cfg.redis_user));
+    else
+        gw_buf_adds(b, "null");
+    gw_buf_printf(b, ",\"password\":%s,\"auth\":\"%s\",\"auth_error\":",
+                  G.cfg.redis_password ? "true" : "false", names[st]);
+    if (err[0])
+        gw_buf_json_str(b, err, strlen(err));
+    else
+        gw_buf_adds(b, "null");
+    gw_buf_printf(b,
+                  ",\"auth_failures\":%llu,\"calls\":%llu,\"errors\":%llu,"
+                  "\"timeouts\":%llu}",
+                  (unsigned long long)auth_failures, (unsigned long long)calls,
+                  (unsigned long long)errors, (unsigned long long)timeouts);
+}
+
 static bool redis_open(gw_redis *r) {
     uint64_t now = now_ms();
     if (now < r->retry_at_ms)
@@ -561,7 +724,9 @@ static bool redis_open(gw_redis *r) {
     r->ac = ac;
     r->inflight = 0; /* the last connection's were answered as it closed */
     r->opened_ms = now;
-    load_scripts(r); /* queued: go out once connected */
+    if (G.cfg.redis_password)
+        send_auth(r); /* queued first: answered before any other */
+    load_scripts(r);  /* queued: go out once connected */
     return true;
 }
 

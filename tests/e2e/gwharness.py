@@ -135,24 +135,26 @@ class Procs:
             "--listen", "127.0.0.1:%d" % port], "backend-%s.log" % ident)
         return p, port
 
-    def gateway(self, *extra, workers=1, admin_token=None):
+    def gateway(self, *extra, workers=1, admin_token=None,
+                log="gateway.log"):
         def args(port, admin):
             a = [binary(), "--listen", "127.0.0.1:%d" % port, "--admin",
                  "127.0.0.1:%d" % admin, "--workers", str(workers), "--quiet"]
             if admin_token:
                 a += ["--admin-token", admin_token]
             return a + list(extra)
-        p, (port, admin) = self.start_listening(2, args, "gateway.log")
+        p, (port, admin) = self.start_listening(2, args, log)
         return Gateway(p, port, admin, admin_token, self)
 
-    def redis(self, unix=False):
+    def redis(self, unix=False, extra=()):
         """A redis-server on a free loopback port, nothing persisted;
-        unix: also on the Unix socket redis_socket(port)."""
+        unix: also on the Unix socket redis_socket(port); extra: more
+        arguments (--requirepass PW, --user NAME RULES...)."""
         p, (port,) = self.start_listening(1, lambda port: [
             "redis-server", "--port", str(port), "--bind", "127.0.0.1",
             "--save", "", "--appendonly", "no"] + (
                 ["--unixsocket", self.redis_socket(port),
-                 "--unixsocketperm", "700"] if unix else []),
+                 "--unixsocketperm", "700"] if unix else []) + list(extra),
             lambda port: "redis-%d.log" % port)
         return p, port
 
@@ -286,14 +288,17 @@ def http_call(port, method, path, body=None, headers=None, timeout=10):
         c.close()
 
 
-def redis_cmd(port, *args):
-    """One Redis command (RESP), its reply as Python values."""
+def redis_cmd(port, *args, auth=None):
+    """One Redis command (RESP), its reply as Python values; auth: the
+    arguments of an AUTH sent first (its reply checked)."""
     s = socket.create_connection(("127.0.0.1", port), timeout=5)
     try:
-        out = b"*%d\r\n" % len(args)
-        for a in args:
-            a = a if isinstance(a, bytes) else str(a).encode()
-            out += b"$%d\r\n%s\r\n" % (len(a), a)
+        out = b""
+        for cmd in ([["AUTH"] + list(auth)] if auth else []) + [args]:
+            out += b"*%d\r\n" % len(cmd)
+            for a in cmd:
+                a = a if isinstance(a, bytes) else str(a).encode()
+                out += b"$%d\r\n%s\r\n" % (len(a), a)
         s.sendall(out)
         f = s.makefile("rb")
 
@@ -315,6 +320,8 @@ def redis_cmd(port, *args):
             if t == b"*":
                 return [read() for _ in range(int(rest))]
             raise RuntimeError("bad reply %r" % line)
+        if auth:
+            read()
         return read()
     finally:
         s.close()

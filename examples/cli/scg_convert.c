@@ -652,8 +652,10 @@ char *scg_converter_document(scg_converter *c, size_t *len, size_t *routes) {
             scg_issue_add(c, false, redis[i]->file, redis[i]->line,
                           "%s: not converted: the rate limits share buckets "
                           "in Redis only through the mini-gateway's --redis "
-                          "HOST:PORT (no AUTH, no TLS); without it each "
-                          "gateway limits on its own",
+                          "HOST:PORT, its password through "
+                          "--redis-password-file FILE (the first line) and "
+                          "--redis-user NAME for a username (no TLS); "
+                          "without --redis each gateway limits on its own",
                           i ? "spring.redis" : "spring.data.redis");
     const node *rl = scg_map_get(g, "routes");
     if (!rl)

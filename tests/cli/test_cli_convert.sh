@@ -165,7 +165,7 @@ spring:
   data:
     redis:
       host: redis.prod
-      password: pw
+      password: Sekr1t-redis
   cloud:
     gateway:
       routes:
@@ -175,6 +175,9 @@ Y
 "$bin" convert "$tmp/redis.yml" >/dev/null 2>"$tmp/redis.err"
 same "spring.data.redis is warned about, located" \
     "0|1" "$?|$(grep -c "^warning: $tmp/redis.yml:3: spring.data.redis: not converted: .*--redis HOST:PORT" "$tmp/redis.err")"
+same "the warning names the AUTH flags (the password goes in a file)" "1" \
+    "$(grep -c "spring.data.redis: .*--redis-password-file FILE .*--redis-user NAME" "$tmp/redis.err")"
+same "the warning shows no password" "0" "$(grep -c "Sekr1t" "$tmp/redis.err")"
 printf 'spring:\n  cloud: [a\n' >"$tmp/syntax.yml"
 "$bin" convert "$tmp/syntax.yml" >/dev/null 2>"$tmp/syn.err"
 same "a YAML syntax error fails, with its line" "1|1" \

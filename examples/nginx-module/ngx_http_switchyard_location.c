@@ -366,14 +366,37 @@ ngx_int_t sw_location_wrap(ngx_conf_t *cf) {
     return NGX_OK;
 }
 
+/* The length of the upstream name at the start of h: up to its port, path
+ * or a variable. */
+static size_t sw_name_end(const ngx_str_t *h) {
+    size_t n = 0;
+
+    while (n < h->len && h->data[n] != '$' && h->data[n] != '/' &&
+           h->data[n] != ':')
+        n++;
+    return n;
+}
+
+/* True when `host` names an upstream block with switchyard_balancer. */
+static ngx_flag_t sw_balancer_named(ngx_conf_t *cf, sw_main_conf_t *mcf,
+                                    const ngx_str_t *host) {
+    ngx_http_upstream_main_conf_t *umcf =
+        ngx_http_conf_get_module_main_conf(cf, ngx_http_upstream_module);
+    ngx_http_upstream_srv_conf_t **us = umcf->upstreams.elts;
+
+    for (ngx_uint_t i = 0; i < umcf->upstreams.nelts; i++)
+        if (us[i]->host.len == host->len &&
+            ngx_strncasecmp(us[i]->host.data, host->data, host->len) == 0 &&
+            sw_is_balancer(mcf, us[i]))
+            return 1;
+    return 0;
+}
+
 /* True when proxy_pass sends to $switchyard_upstream or to an upstream
  * block with switchyard_balancer (`http://NAME$switchyard_uri`); `rest`
  * is what follows it. */
 static ngx_flag_t sw_routed_target(ngx_conf_t *cf, sw_main_conf_t *mcf,
                                    const ngx_str_t *v, ngx_str_t *rest) {
-    ngx_http_upstream_main_conf_t *umcf =
-        ngx_http_conf_get_module_main_conf(cf, ngx_http_upstream_module);
-    ngx_http_upstream_srv_conf_t **us = umcf->upstreams.elts;
     ngx_str_t host = *v;
     size_t n;
 
@@ -399,27 +422,17 @@ static ngx_flag_t sw_routed_target(ngx_conf_t *cf, sw_main_conf_t *mcf,
         return 0;
     host.data += n;
     host.len -= n;
-    for (n = 0; n < host.len; n++)
-        if (host.data[n] == '$' || host.data[n] == '/' || host.data[n] == ':')
-            break;
+    n = sw_name_end(&host);
     rest->data = host.data + n;
     rest->len = host.len - n;
     host.len = n;
-    for (ngx_uint_t i = 0; i < umcf->upstreams.nelts; i++)
-        if (us[i]->host.len == host.len &&
-            ngx_strncasecmp(us[i]->host.data, host.data, host.len) == 0 &&
-            sw_is_balancer(mcf, us[i]))
-            return 1;
-    return 0;
+    return sw_balancer_named(cf, mcf, &host);
 }
 
 /* True when a *_pass target ([scheme://]NAME[:port][/...]) names an
  * upstream block with switchyard_balancer. */
 static ngx_flag_t sw_names_balancer(ngx_conf_t *cf, sw_main_conf_t *mcf,
                                     const ngx_str_t *v) {
-    ngx_http_upstream_main_conf_t *umcf =
-        ngx_http_conf_get_module_main_conf(cf, ngx_http_upstream_module);
-    ngx_http_upstream_srv_conf_t **us = umcf->upstreams.elts;
     ngx_str_t host = *v;
     u_char *s = ngx_strlcasestrn(host.data, host.data + host.len,
                                  (u_char *)"://", 3 - 1);
@@ -429,16 +442,9 @@ static ngx_flag_t sw_names_balancer(ngx_conf_t *cf, sw_main_conf_t *mcf,
         host.len -= s + 3 - host.data;
         host.data = s + 3;
     }
-    for (n = 0; n < host.len; n++)
-        if (host.data[n] == '$' || host.data[n] == '/' || host.data[n] == ':')
-            break;
+    n = sw_name_end(&host);
     host.len = n;
-    for (ngx_uint_t i = 0; i < umcf->upstreams.nelts; i++)
-        if (us[i]->host.len == host.len &&
-            ngx_strncasecmp(us[i]->host.data, host.data, host.len) == 0 &&
-            sw_is_balancer(mcf, us[i]))
-            return 1;
-    return 0;
+    return sw_balancer_named(cf, mcf, &host);
 }
 
 /* The Host header the location sends: its own proxy_set_header lines or

@@ -2034,6 +2034,101 @@ START_TEST(routes_naming_one_breaker_share_it_and_a_new_config_resets_it) {
 }
 END_TEST
 
+/* Routes naming one breaker share its window and state, so they must
+ * agree on its settings (Resilience4j's are per breaker name): judged
+ * each call by its own route's settings, one failure and three successes
+ * would open it through /a (25%) and leave it closed through /b (100%).
+ * A commit that would leave two live routes naming one breaker with
+ * different settings is refused at the later route's CircuitBreaker,
+ * naming the other route and the first setting that differs; routes
+ * removed or changed to the new settings in the same change set do not
+ * block, and routes of the same settings keep sharing. */
+#define X_ROUTE(ID, RATE)                                                      \
+    "{\"id\":\"" ID "\",\"uri\":\"http://b\",\"predicates\":[\"Path=/" ID      \
+    "\"],\"filters\":[\"StripPrefix=0\",{\"name\":\"CircuitBreaker\","         \
+    "\"args\":{\"name\":\"x\",\"slidingWindowSize\":4,"                        \
+    "\"minimumNumberOfCalls\":4,\"failureRateThreshold\":" RATE "}}]}"
+
+static int check_doc(sy_router *r, const char *doc, sy_error *e) {
+    sy_change_set *cs;
+    ck_assert_int_eq(sy_change_set_new(r, &cs, NULL), 0);
+    ck_assert_int_eq(sy_change_set_apply(cs, "s", doc, strlen(doc), NULL), 0);
+    int rc = sy_router_check(r, cs, NULL, e);
+    sy_change_set_free(cs);
+    return rc;
+}
+
+START_TEST(routes_naming_one_breaker_must_agree_on_its_settings) {
+    sy_router *r = breaker_router(16);
+    sy_error e;
+    static const char both[] =
+        "[" X_ROUTE("a", "25") "," X_ROUTE("b", "100") "]";
+    /* one document's two routes */
+    ck_assert_int_eq(check_doc(r, both, &e), SY_EARG);
+    ck_assert_str_eq(e.path, "[1].filters[1]");
+    ck_assert_msg(strstr(e.message, "'a'") &&
+                      strstr(e.message, "failureRateThreshold"),
+                  "%s", e.message);
+    ck_assert_int_eq(sy_router_apply(r, "s", both, strlen(both), NULL, &e),
+                     SY_EARG);
+    ck_assert_str_eq(e.path, "[1].filters[1]");
+    ck_assert_uint_eq(uses_of(r, "x"), 0);
+    /* a live route and an upsert */
+    static const char a25[] = "[" X_ROUTE("a", "25") "]";
+    ck_assert_int_eq(sy_router_apply(r, "s", a25, strlen(a25), NULL, &e), 0);
+    static const char b100[] = X_ROUTE("b", "100");
+    ck_assert_int_eq(sy_router_upsert_route(r, "s", b100, strlen(b100), &e),
+                     SY_EARG);
+    ck_assert_str_eq(e.path, "route.filters[1]");
+    ck_assert_msg(strstr(e.message, "'a'") &&
+                      strstr(e.message, "failureRateThreshold"),
+                  "%s", e.message);
+    sy_snapshot *s = sy_router_acquire(r);
+    ck_assert_uint_eq(sy_snapshot_route_count(s), 1); /* nothing changed */
+    sy_snapshot_release(s);
+    /* the same settings share */
+    static const char b25[] = X_ROUTE("b", "25");
+    ck_assert_int_eq(sy_router_upsert_route(r, "s", b25, strlen(b25), &e), 0);
+    sy_router_reclaim(r);
+    ck_assert_uint_eq(uses_of(r, "x"), 2);
+    /* both changed in one change set: no block */
+    sy_change_set *cs;
+    static const char a100[] = X_ROUTE("a", "100");
+    ck_assert_int_eq(sy_change_set_new(r, &cs, NULL), 0);
+    ck_assert_int_eq(
+        sy_change_set_upsert_route(cs, "s", a100, strlen(a100), NULL), 0);
+    ck_assert_int_eq(sy_router_check(r, cs, NULL, &e), SY_EARG);
+    ck_assert_int_eq(
+        sy_change_set_upsert_route(cs, "s", b100, strlen(b100), NULL), 0);
+    ck_assert_msg(sy_router_check(r, cs, NULL, &e) == 0, "%s: %s", e.path,
+                  e.message);
+    ck_assert_int_eq(sy_router_commit(r, cs, NULL, &e), 0);
+    sy_change_set_free(cs);
+    /* a route removed in the same change set does not block either */
+    ck_assert_int_eq(sy_change_set_new(r, &cs, NULL), 0);
+    ck_assert_int_eq(sy_change_set_remove_route(cs, "b", NULL), 0);
+    static const char a25r[] = X_ROUTE("a", "25");
+    ck_assert_int_eq(
+        sy_change_set_upsert_route(cs, "s", a25r, strlen(a25r), NULL), 0);
+    ck_assert_msg(sy_router_commit(r, cs, NULL, &e) == 0, "%s: %s", e.path,
+                  e.message);
+    sy_change_set_free(cs);
+    /* a document dropping the old settings' route for new ones: no block;
+     * one keeping it beside a route of other settings: refused */
+    ck_assert_int_eq(sy_router_apply(r, "s", "[" X_ROUTE("b", "25") "]",
+                                     strlen("[" X_ROUTE("b", "25") "]"), NULL,
+                                     &e),
+                     0);
+    static const char b25a100[] =
+        "[" X_ROUTE("b", "25") "," X_ROUTE("a", "100") "]";
+    ck_assert_int_eq(
+        sy_router_apply(r, "s", b25a100, strlen(b25a100), NULL, &e), SY_EARG);
+    ck_assert_str_eq(e.path, "[1].filters[1]");
+    ck_assert_msg(strstr(e.message, "'b'"), "%s", e.message);
+    sy_router_free(r);
+}
+END_TEST
+
 /* ---- run or refuse ---- */
 
 START_TEST(a_host_refuses_what_it_does_not_run) {
@@ -2563,6 +2658,7 @@ int main(void) {
     tcase_add_test(tc, recovery_admits_a_growing_share_after_closing);
     tcase_add_test(
         tc, routes_naming_one_breaker_share_it_and_a_new_config_resets_it);
+    tcase_add_test(tc, routes_naming_one_breaker_must_agree_on_its_settings);
     tcase_add_test(tc, a_host_refuses_what_it_does_not_run);
     tcase_add_test(tc, fallback_variables_must_be_captured);
     tcase_add_test(tc, route_host_runs_lists_every_host_run_item);

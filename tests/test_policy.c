@@ -1339,8 +1339,24 @@ START_TEST(breaker_counts_follow_every_kind_of_change) {
     ck_assert_int_eq(sy_router_apply(r, "s", v1, strlen(v1), NULL, &e), 0);
     ck_assert_uint_eq(uses_of(r, "x"), 2);
     ck_assert_uint_eq(uses_of(r, "c"), 1);
-    /* a's breaker reconfigured under the same name, a disabled, enabled */
-    upsert_breaker(r, "a", "x", 7);
+    /* a's and b's breaker reconfigured under the same name (one change
+     * set: routes naming one breaker give it the same settings), a
+     * disabled, enabled */
+    sy_change_set *cs;
+    ck_assert_int_eq(sy_change_set_new(r, &cs, NULL), 0);
+    for (int k = 0; k < 2; k++) {
+        char q[256];
+        int qn =
+            snprintf(q, sizeof q,
+                     "{\"id\":\"%s\",\"uri\":\"http://b\",\"predicates\":"
+                     "[\"Path=/%s\"],\"filters\":[{\"name\":\"CircuitBreaker\","
+                     "\"args\":{\"name\":\"x\",\"slidingWindowSize\":7}}]}",
+                     k ? "b" : "a", k ? "b" : "a");
+        ck_assert_int_eq(
+            sy_change_set_upsert_route(cs, "s", q, (size_t)qn, NULL), 0);
+    }
+    ck_assert_int_eq(sy_router_commit(r, cs, NULL, &e), 0);
+    sy_change_set_free(cs);
     sy_router_reclaim(r);
     ck_assert_uint_eq(uses_of(r, "x"), 2);
     ck_assert_int_eq(sy_router_set_route_enabled(r, "a", false, &e), 0);
@@ -2011,17 +2027,39 @@ START_TEST(routes_naming_one_breaker_share_it_and_a_new_config_resets_it) {
         sy_router_upsert_route(f.r, "s", other, strlen(other), NULL), 0);
     sy_match_breaker_acquire(fix_match(&f, "/b"), T0, &p, NULL);
     ck_assert(!p.permitted); /* still open after another route's publish */
+    /* a alone given other settings: refused (the two routes would weigh
+     * one window by different settings), nothing changes */
     const char *changed =
         "{\"id\":\"a\",\"uri\":\"http://b\",\"predicates\":[\"Path=/a\"],"
         "\"filters\":[{\"name\":\"CircuitBreaker\",\"args\":{\"name\":"
         "\"shared\",\"slidingWindowSize\":50}}]}";
+    sy_error e;
     ck_assert_int_eq(
-        sy_router_upsert_route(f.r, "s", changed, strlen(changed), NULL), 0);
+        sy_router_upsert_route(f.r, "s", changed, strlen(changed), &e),
+        SY_EARG);
+    ck_assert_str_eq(e.path, "route.filters[0]");
+    ck_assert_msg(strstr(e.message, "slidingWindowSize 50, not 100") &&
+                      strstr(e.message, "route 'b'"),
+                  "%s", e.message);
+    sy_match_breaker_acquire(fix_match(&f, "/a"), T0, &p, NULL);
+    ck_assert(!p.permitted); /* still open */
+    /* both in one change set: the new settings start it closed */
+    const char *changed_b =
+        "{\"id\":\"b\",\"uri\":\"http://b\",\"predicates\":[\"Path=/b\"],"
+        "\"filters\":[{\"name\":\"CircuitBreaker\",\"args\":{\"name\":"
+        "\"shared\",\"slidingWindowSize\":50}}]}";
+    sy_change_set *cs;
+    ck_assert_int_eq(sy_change_set_new(f.r, &cs, NULL), 0);
+    ck_assert_int_eq(
+        sy_change_set_upsert_route(cs, "s", changed, strlen(changed), NULL), 0);
+    ck_assert_int_eq(
+        sy_change_set_upsert_route(cs, "s", changed_b, strlen(changed_b), NULL),
+        0);
+    ck_assert_int_eq(sy_router_commit(f.r, cs, NULL, &e), 0);
+    sy_change_set_free(cs);
     sy_match_breaker_acquire(fix_match(&f, "/a"), T0, &p, NULL);
     ck_assert(p.permitted); /* a changed policy starts closed */
-    /* the two routes now disagree on its settings: they do not reset it in
-     * turn (the later published ones hold), so 50 failures through both
-     * open its window of 50 */
+    /* 50 failures through both open its window of 50 */
     for (int i = 0; i < 50; i++) {
         sy_match_breaker_acquire(fix_match(&f, i % 2 ? "/a" : "/b"), T0, &p,
                                  NULL);

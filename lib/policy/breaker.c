@@ -162,6 +162,41 @@ int sy__brk_compile(sy__pargs *p, sy__brk_cfg *cfg) {
     return 0;
 }
 
+bool sy__brk_first_diff(const sy__brk_cfg *a, const sy__brk_cfg *b, char *buf,
+                        size_t n) {
+    const struct {
+        const char *name, *unit;
+        uint32_t a, b;
+    } u[] = {
+        {"slidingWindowSize", "", a->window, b->window},
+        {"minimumNumberOfCalls", "", a->min_calls, b->min_calls},
+        {"failureRateThreshold", "", 0, 0},
+        {"slowCallRateThreshold", "", 0, 0},
+        {"slowCallDurationThreshold", "ms", a->slow_ms, b->slow_ms},
+        {"waitDurationInOpenState", "ms", a->wait_ms, b->wait_ms},
+        {"permittedNumberOfCallsInHalfOpenState", "", a->half_open,
+         b->half_open},
+        {"warmupDuration", "ms", a->warmup_ms, b->warmup_ms},
+    };
+    for (size_t i = 0; i < sizeof u / sizeof u[0]; i++) {
+        if (i == 2 || i == 3) {
+            float x = i == 2 ? a->failure_rate : a->slow_rate;
+            float y = i == 2 ? b->failure_rate : b->slow_rate;
+            if (x != y) {
+                snprintf(buf, n, "%s %g, not %g", u[i].name, (double)x,
+                         (double)y);
+                return true;
+            }
+        } else if (u[i].a != u[i].b) {
+            snprintf(buf, n, "%s %u%s, not %u%s", u[i].name, u[i].a, u[i].unit,
+                     u[i].b, u[i].unit);
+            return true;
+        }
+    }
+    snprintf(buf, n, "settings that differ");
+    return false;
+}
+
 /* Empty the closed window (after the state moved to a new epoch). */
 static void clear_window(sy__brk *b) {
     atomic_store_explicit(&b->pos, 0, memory_order_relaxed);

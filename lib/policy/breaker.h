@@ -31,6 +31,11 @@ typedef struct sy__brk_cfg {
 } sy__brk_cfg;
 
 int sy__brk_compile(sy__pargs *p, sy__brk_cfg *cfg);
+/* The first of the settings fp covers (Resilience4j's, in its order) in
+ * which a and b differ, as "NAME A" and "B" (a's value first) in buf:
+ * false when none does. */
+bool sy__brk_first_diff(const sy__brk_cfg *a, const sy__brk_cfg *b, char *buf,
+                        size_t n);
 /* The store key of a breaker name. */
 uint64_t sy__brk_key(const char *name, size_t len);
 /* The time of a call, read only when needed: ms when not 0, else

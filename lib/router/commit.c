@@ -124,13 +124,27 @@ static int publish_work(commit *c, sy_error *err) {
                             (!cur_empty && holds(c->cur, rt)) << 1);
         graves += held[i] == 2;
         pins += held[i] == 1 && rt->live == UINT16_MAX - 1;
-        if (held[i] == 1 && rt->key == UINT32_MAX) {
+        /* its breaker weighed against the routes that stay */
+        if ((held[i] == 1 || held[i] == 2) &&
+            sy__commit_brk_add(c, rt, held[i] == 1))
+            rc = SY_ENOMEM;
+        if (rc == SY_OK && held[i] == 1 && rt->key == UINT32_MAX) {
             /* before readers can see it */
             rc = sy__router_attach_route(r, rt);
             held[i] |= rc == SY_OK ? ATTACHED : 0;
         }
     }
     f->key_limit = r->key_limit;
+    /* two routes naming one breaker with different settings: refused,
+     * what was attached for the publish is released */
+    int brc = rc == SY_OK ? sy__commit_brk_check(c, err) : SY_OK;
+    if (brc) {
+        for (size_t k = 0; k < i; k++)
+            if (held[k] & ATTACHED)
+                sy__router_route_released(r, t->v[k]);
+        sy__free(&r->alloc, held);
+        return brc;
+    }
     if (rc == SY_OK && r->pinned_count + pins > r->pinned_cap) {
         struct sy_route **v =
             sy__grow(&r->alloc, r->pinned, &r->pinned_cap,
@@ -158,6 +172,7 @@ static int publish_work(commit *c, sy_error *err) {
                              sy_strerror(rc));
     }
     c->inter.n--; /* published: the publisher owns it now */
+    sy__commit_brk_follow(c);
     for (i = 0; i < t->n; i++) {
         held[i] &= (uint8_t)~ATTACHED;
         if (held[i] == 1) {
@@ -173,6 +188,23 @@ static int publish_work(commit *c, sy_error *err) {
     }
     sy__free(&r->alloc, held);
     return SY_OK;
+}
+
+/* A check's publish, but for the publishing: two routes naming one
+ * breaker with different settings are refused as the publish would. */
+static int check_work(commit *c, sy_error *err) {
+    ptr_vec *t = &c->touched;
+    size_t known = c->held_adds;
+    if (dedupe_in_order(&c->r->alloc, t, &known))
+        return sy__commit_nomem(err);
+    const sy_snapshot *f = c->inter.v[c->inter.n - 1];
+    for (size_t i = 0; i < t->n; i++) {
+        const struct sy_route *rt = t->v[i];
+        bool now = i < known || holds(f, rt), before = holds(c->cur, rt);
+        if (now != before && sy__commit_brk_add(c, rt, now))
+            return sy__commit_nomem(err);
+    }
+    return sy__commit_brk_check(c, err);
 }
 
 static void commit_cleanup(commit *c) {
@@ -194,6 +226,7 @@ static void commit_cleanup(commit *c) {
     sy__free(a, c->owned.v);
     sy__free(a, c->touched.v);
     sy__free(a, c->st);
+    sy__commit_brk_free(c);
 }
 
 /* After the publish: the sources take the state the steps gave them. */
@@ -452,6 +485,10 @@ int sy__commit_run(sy_router *r, const sy__change *items, size_t n, bool single,
     }
     u.publish_us = sy__now_monotonic_us() - t1 + u.c.derive_us;
     u.now = sy__now_realtime_ms();
+    if (rc)
+        return run_refused(&u, rc, report, err);
+    if (rc == SY_OK && u.c.inter.n && dry)
+        rc = check_work(&u.c, err);
     if (rc)
         return run_refused(&u, rc, report, err);
     if (dry) { /* a check: everything held, nothing published or kept */

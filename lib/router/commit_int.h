@@ -63,11 +63,40 @@ typedef struct commit {
      * routes after it), so the publish need not look their ids up */
     size_t held_adds;
     bool dry; /* a check: breaker entries are looked at, not claimed */
+    /* where each checked route that runs a breaker stands in its change
+     * (an error's path), and the router's breaker settings the publish
+     * leaves (commit_brk.c) */
+    struct sy__brk_at *brk_at;
+    size_t brk_at_n, brk_at_cap;
+    struct sy__brk_delta *brk_d;
+    size_t brk_d_n, brk_d_cap;
+    struct sy__brk_final *brk_final;
+    size_t brk_final_n;
 } commit;
 
 static inline int sy__commit_nomem(sy_error *err) {
     return sy__error_set(err, SY_ENOMEM, "", "out of memory");
 }
+
+/* ---- commit_brk.c: routes naming one breaker agree on its settings ---- */
+
+/* Route rt, which runs a breaker, is "<list>[<index>]" (list NULL:
+ * "route") in its change. */
+int sy__commit_brk_note(commit *c, const struct sy_route *rt, const char *list,
+                        unsigned index, sy_error *err);
+/* A route the steps touched that the snapshot to publish holds and the
+ * live one does not (added true), or the reverse: its breaker, if any,
+ * is weighed by sy__commit_brk_check. SY_ENOMEM. */
+int sy__commit_brk_add(commit *c, const struct sy_route *rt, bool added);
+/* SY_EARG when the snapshot to publish (c->work) would hold two routes
+ * naming one breaker with different settings, at the later route's
+ * CircuitBreaker, naming the other route and the first setting that
+ * differs; else what the router's map of breaker settings becomes is
+ * kept for sy__commit_brk_follow. */
+int sy__commit_brk_check(commit *c, sy_error *err);
+/* Published: the router's map of breaker settings follows. */
+void sy__commit_brk_follow(commit *c);
+void sy__commit_brk_free(commit *c);
 
 /* Run one staged change on the working state: its part report in *rep
  * (also on failure, when there is one). */

@@ -43,10 +43,15 @@ static int check_change_policies(commit *c, const sy__route_change *ch,
          * line the check reads, ahead (a hint only) */
         if (i + 8 < n && ch[i + 8].route)
             __builtin_prefetch(&ch[i + 8].route->more);
-        if (ch[i].route)
-            rc = sy__router_check_policies(c->r, ch[i].route, list,
-                                           (unsigned)(ch[i].key & 0xffffffu),
-                                           !c->dry, err);
+        if (!ch[i].route)
+            continue;
+        unsigned at = (unsigned)(ch[i].key & 0xffffffu);
+        rc = sy__router_check_policies(c->r, ch[i].route, list, at, !c->dry,
+                                       err);
+        /* where its breaker stands, should its settings clash with
+         * another route's (sy__commit_brk_check, at the publish) */
+        if (rc == SY_OK && sy__router_breaker_of(c->r, ch[i].route, NULL, NULL))
+            rc = sy__commit_brk_note(c, ch[i].route, list, at, err);
     }
     return rc;
 }

@@ -180,6 +180,11 @@ static uint64_t breaker_key(const sy_router *r, const struct sy_route *rt,
     return c->key ? c->key : sy__brk_key(rt->id, strlen(rt->id));
 }
 
+uint64_t sy__router_breaker_of(const sy_router *r, const struct sy_route *rt,
+                               const sy__brk_cfg **cfg, int *ri) {
+    return breaker_key(r, rt, cfg, ri);
+}
+
 /* ---- the router's use of breaker entries ---- */
 
 /* The index of key in the use table, or of the empty place it would go. */
@@ -274,6 +279,12 @@ void sy__router_policy_free(sy_router *r) {
     r->use_keys = NULL;
     r->use_counts = NULL;
     r->use_n = r->use_cap = 0;
+    sy__free(&r->alloc, r->set_keys);
+    sy__free(&r->alloc, r->set_fps);
+    sy__free(&r->alloc, r->set_counts);
+    r->set_keys = r->set_fps = NULL;
+    r->set_counts = NULL;
+    r->set_n = r->set_cap = 0;
 }
 
 /* rt's breaker entry use and key, given back (released or not attached

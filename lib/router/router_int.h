@@ -130,6 +130,13 @@ struct sy_router {
     uint64_t *use_keys;
     uint32_t *use_counts;
     size_t use_n, use_cap;
+    /* each breaker key the live snapshot's routes name: the fingerprint
+     * of their settings (sy__brk_cfg.fp, one per key: a commit that would
+     * publish two is refused, commit_brk.c) and how many name it (open
+     * addressing on the key; 0: empty) */
+    uint64_t *set_keys, *set_fps;
+    uint32_t *set_counts;
+    size_t set_n, set_cap;
 };
 
 /* The router's allocator (for change sets). */
@@ -202,6 +209,13 @@ void sy__router_drop_checked(sy_router *r);
 /* The router gives up its owner slot and its counts (sy_router_free,
  * after every route was released). */
 void sy__router_policy_free(sy_router *r);
+/* The store key of the breaker rt's chain runs (the default filters',
+ * else its own), or 0 when it runs none; its config in *cfg, its filter's
+ * index in the route's chain in *ri (-1: the defaults'); cfg, ri may be
+ * NULL. */
+struct sy__brk_cfg;
+uint64_t sy__router_breaker_of(const sy_router *r, const struct sy_route *rt,
+                               const struct sy__brk_cfg **cfg, int *ri);
 /* How many of the router's live routes (and running checks) name breaker
  * key (tests). */
 uint32_t sy__router_brk_uses(const sy_router *r, uint64_t key);

@@ -81,7 +81,8 @@ FLOORS = [
     ("router", [
         [("report",)],
         [("router", "router_int", "router_core", "router_status", "commit",
-          "commit_int", "commit_steps", "commit_reuse", "change_set")],
+          "commit_int", "commit_steps", "commit_reuse", "commit_brk",
+          "change_set")],
     ]),
 ]
 LAYERS = [layer for _, layers in FLOORS for layer in layers]

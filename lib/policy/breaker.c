@@ -209,9 +209,11 @@ static void clear_window(sy__brk *b) {
 
 /* The breaker runs with cfg from now on: new settings start it closed
  * with an empty window. Only settings published later than the ones it
- * runs with replace them (a later snapshot generation), so two live routes
- * that name one breaker with different settings do not reset it in turn:
- * the first asked keeps it. */
+ * runs with replace them (a later snapshot generation). A router refuses
+ * two live routes naming one breaker with different settings
+ * (router/commit_brk.c); routers sharing a store may still publish
+ * different ones for a name: they do not reset it in turn, the first
+ * asked keeps it. */
 static uint64_t rel_now(sy_policy_store *st, sy__brk_now *now) {
     if (!now->ms)
         now->ms = now->read ? now->read(now->arg) : sy__now_realtime_ms();

@@ -111,6 +111,7 @@ static int publish_work(commit *c, sy_error *err) {
     if (!held)
         return sy__commit_nomem(err);
     int rc = SY_OK;
+    bool brk = c->brk_at_n || r->set_n;
     size_t i = 0;
     for (; i < t->n && rc == SY_OK; i++) {
         struct sy_route *rt = t->v[i];
@@ -124,8 +125,9 @@ static int publish_work(commit *c, sy_error *err) {
                             (!cur_empty && holds(c->cur, rt)) << 1);
         graves += held[i] == 2;
         pins += held[i] == 1 && rt->live == UINT16_MAX - 1;
-        /* its breaker weighed against the routes that stay */
-        if ((held[i] == 1 || held[i] == 2) &&
+        /* its breaker weighed against the routes that stay (none to
+         * weigh: no added route runs one, no live route names one) */
+        if (brk && (held[i] == 1 || held[i] == 2) &&
             sy__commit_brk_add(c, rt, held[i] == 1))
             rc = SY_ENOMEM;
         if (rc == SY_OK && held[i] == 1 && rt->key == UINT32_MAX) {
@@ -195,6 +197,8 @@ static int publish_work(commit *c, sy_error *err) {
 static int check_work(commit *c, sy_error *err) {
     ptr_vec *t = &c->touched;
     size_t known = c->held_adds;
+    if (!c->brk_at_n) /* no added route runs a breaker */
+        return SY_OK;
     if (dedupe_in_order(&c->r->alloc, t, &known))
         return sy__commit_nomem(err);
     const sy_snapshot *f = c->inter.v[c->inter.n - 1];

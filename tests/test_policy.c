@@ -2111,6 +2111,19 @@ START_TEST(routes_naming_one_breaker_must_agree_on_its_settings) {
                      SY_EARG);
     ck_assert_str_eq(e.path, "[1].filters[1]");
     ck_assert_uint_eq(uses_of(r, "x"), 0);
+    /* the parse alone: strict fails at the later route, lenient leaves
+     * it out as an issue */
+    sy_document *d;
+    ck_assert_int_eq(sy_document_parse(both, strlen(both), NULL, &d, &e),
+                     SY_EARG);
+    ck_assert_str_eq(e.path, "[1].filters[1]");
+    sy_parse_options po = SY_PARSE_OPTIONS_INIT;
+    po.lenient = true;
+    ck_assert_int_eq(sy_document_parse(both, strlen(both), &po, &d, &e), 0);
+    ck_assert_uint_eq(sy_document_route_count(d), 1);
+    ck_assert_uint_eq(sy_document_issue_count(d), 1);
+    ck_assert_str_eq(sy_document_issue(d, 0)->path, "[1].filters[1]");
+    sy_document_free(d);
     /* a live route and an upsert */
     static const char a25[] = "[" X_ROUTE("a", "25") "]";
     ck_assert_int_eq(sy_router_apply(r, "s", a25, strlen(a25), NULL, &e), 0);

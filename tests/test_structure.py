@@ -62,7 +62,7 @@ FLOORS = [
         [("def", "def_build", "def_route", "def_metadata", "def_entry",
           "def_canon",
           "def_probe", "def_scan", "def_tree", "def_single", "def_memo",
-          "def_shortcut", "def_check", "def_json"),
+          "def_shortcut", "def_check", "def_json", "def_breakers"),
          ("instances",)],
     ]),
     ("snapshot", [

@@ -8,6 +8,7 @@
  * same bytes instead (build_routes).
  */
 #include "base/idtab.h"
+#include "def/def_breakers.h"
 #include "def/def_build.h"
 #include "def/def_memo.h"
 #include "def/def_scan.h"
@@ -387,6 +388,7 @@ typedef struct route_walk {
     size_t max_bytes;
     uint32_t max_depth;
     sy__idtab ids;
+    sy__def_brks brks; /* the breakers the fresh routes named */
     sy__def_ctx ctx;
     sy__def_memo memo; /* ctx.memo */
     sy__buf scratch;
@@ -432,6 +434,7 @@ static void route_walk_begin(route_walk *w, sy_document *d,
     w->ss = ss;
     w->err = err;
     w->held = 0;
+    memset(&w->brks, 0, sizeof w->brks);
     w->built = w->cap = 0;
     w->expect = reuse && reuse->count_hint > 64 ? reuse->count_hint : 64;
     if (w->expect > lim->max_routes)
@@ -506,6 +509,7 @@ static void route_path(route_walk *w, size_t i) {
 
 static void route_walk_end(route_walk *w) {
     sy__free(&w->d->alloc, w->ids.e);
+    sy__def_brks_free(&w->d->alloc, &w->brks);
     sy__regex_cache_free(w->ctx.regex_cache);
     sy__buf_free(&w->scratch);
     sy__def_memo_free(&w->memo);
@@ -568,16 +572,30 @@ static int route_obtain(route_walk *w, size_t i, route_step *s) {
     return rc;
 }
 
-/* The id check of step s's built route: a duplicate id fails the route
- * (and drops the reference taken for it). */
+/* The id check of step s's built route, and its breaker's settings
+ * against the document's earlier routes (def_breakers.h): a duplicate id
+ * or a clash fails the route (and drops the reference taken for it). */
 static int route_check_id(route_walk *w, size_t i, route_step *s) {
     bool kept = s->same && s->r == s->same;
     const sy__span_memo *m =
         kept && s->borrow ? memo_at(w->reuse, (int64_t)s->prev) : NULL;
-    if (id_is_free(w->d, &w->ids, s->r, m, &s->h, &s->id_len, &s->pos))
-        return 0;
-    route_path(w, i);
-    int rc = duplicate_id(s->r, w->path, &s->e);
+    int rc = 0;
+    if (id_is_free(w->d, &w->ids, s->r, m, &s->h, &s->id_len, &s->pos)) {
+        /* a fresh route (just built, in the cache) naming a breaker
+         * another fresh one named with other settings; a shared one is
+         * not read (the commit weighs it, router/commit_brk.c) */
+        if (kept ||
+            atomic_load_explicit(&s->r->refs, memory_order_relaxed) != 1 ||
+            sy__route_policy_free(s->r))
+            return 0;
+        route_path(w, i);
+        rc = sy__def_brks_check(&w->d->alloc, &w->brks, s->r, w->path, &s->e);
+        if (!rc)
+            return 0;
+    } else {
+        route_path(w, i);
+        rc = duplicate_id(s->r, w->path, &s->e);
+    }
     if (!s->borrow)
         sy__route_unref(s->r);
     return rc;

@@ -36,6 +36,12 @@ int sy__brk_compile(sy__pargs *p, sy__brk_cfg *cfg);
  * false when none does. */
 bool sy__brk_first_diff(const sy__brk_cfg *a, const sy__brk_cfg *b, char *buf,
                         size_t n);
+/* The error of a route naming breaker %s (its name) with other settings
+ * than route %s: "%s" is sy__brk_first_diff's. */
+#define SY__BRK_CLASH                                                          \
+    "CircuitBreaker '%.80s': %s as route '%.80s' gives it: routes naming "     \
+    "one breaker share its window and state, so they must give it the same "   \
+    "settings (change them all in one change set)"
 /* The store key of a breaker name. */
 uint64_t sy__brk_key(const char *name, size_t len);
 /* The time of a call, read only when needed: ms when not 0, else

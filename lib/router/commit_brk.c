@@ -206,12 +206,8 @@ static int conflict(commit *c, const sy__brk_delta *d, size_t n, uint64_t fp0,
     }
     sy__brk_first_diff(later->cfg, ocfg, how, sizeof how);
     const char *name = later->cfg->name ? later->cfg->name : later->rt->id;
-    return sy__error_set(
-        err, SY_EARG, path,
-        "CircuitBreaker '%.80s': %s as route '%.80s' gives it: routes "
-        "naming one breaker share its window and state, so they must give "
-        "it the same settings (change them all in one change set)",
-        name, how, other->id);
+    return sy__error_set(err, SY_EARG, path, SY__BRK_CLASH, name, how,
+                         other->id);
 }
 
 int sy__commit_brk_check(commit *c, sy_error *err) {

@@ -2164,6 +2164,26 @@ START_TEST(routes_naming_one_breaker_must_agree_on_its_settings) {
     ck_assert_msg(sy_router_commit(r, cs, NULL, &e) == 0, "%s: %s", e.path,
                   e.message);
     sy_change_set_free(cs);
+    /* two new routes of one change set, nothing live: the later is
+     * refused, naming the earlier */
+    static const char p1[] = "{\"id\":\"p\",\"uri\":\"http://b\",\"filters\":"
+                             "[\"CircuitBreaker=y\"]}";
+    static const char q1[] =
+        "{\"id\":\"q\",\"uri\":\"http://b\",\"filters\":[{\"name\":"
+        "\"CircuitBreaker\",\"args\":{\"name\":\"y\",\"slidingWindowSize\":"
+        "5,\"minimumNumberOfCalls\":5}}]}";
+    ck_assert_int_eq(sy_change_set_new(r, &cs, NULL), 0);
+    ck_assert_int_eq(sy_change_set_upsert_route(cs, "s", p1, strlen(p1), NULL),
+                     0);
+    ck_assert_int_eq(sy_change_set_upsert_route(cs, "s", q1, strlen(q1), NULL),
+                     0);
+    ck_assert_int_eq(sy_router_commit(r, cs, NULL, &e), SY_EARG);
+    ck_assert_str_eq(e.path, "route.filters[0]");
+    ck_assert_msg(strstr(e.message, "slidingWindowSize 5, not 100") &&
+                      strstr(e.message, "route 'p'"),
+                  "%s", e.message);
+    sy_change_set_free(cs);
+    ck_assert_uint_eq(uses_of(r, "y"), 0);
     /* a document dropping the old settings' route for new ones: no block;
      * one keeping it beside a route of other settings: refused */
     ck_assert_int_eq(sy_router_apply(r, "s", "[" X_ROUTE("b", "25") "]",

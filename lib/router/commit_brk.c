@@ -10,9 +10,9 @@
  *
  * The router keeps, per breaker key its live routes name, the settings'
  * fingerprint (sy__brk_cfg.fp) and how many routes name it (router_int.h
- * set_*). A commit weighs only the routes it adds or removes (sorted by
- * key and fingerprint) against that map, never every route; only its
- * error reads the snapshot's routes, to name the other one.
+ * set_*). A commit weighs only the routes it adds or removes (grouped by
+ * key in a table of its own) against that map, never every route; only
+ * its error reads the snapshot's routes, to name the other one.
  */
 #include "policy/breaker.h"
 #include "router/commit_int.h"
@@ -30,9 +30,8 @@ typedef struct sy__brk_delta {
     uint64_t key, fp;
     const struct sy_route *rt;
     const sy__brk_cfg *cfg;
-    int64_t total; /* of its (key, fp) once weighed */
-    int32_t d;     /* +1 added, -1 removed */
-    int ri;        /* its filter's index (-1: the defaults') */
+    int32_t d; /* +1 added, -1 removed */
+    int ri;    /* its filter's index (-1: the defaults') */
 } sy__brk_delta;
 
 typedef struct sy__brk_final {
@@ -149,7 +148,7 @@ int sy__commit_brk_add(commit *c, const struct sy_route *rt, bool added) {
         c->brk_d = v;
     }
     c->brk_d[c->brk_d_n++] =
-        (sy__brk_delta){key, cfg->fp, rt, cfg, 0, added ? 1 : -1, ri};
+        (sy__brk_delta){key, cfg->fp, rt, cfg, added ? 1 : -1, ri};
     return SY_OK;
 }
 
@@ -168,25 +167,15 @@ static const struct sy_route *route_naming(const commit *c, uint64_t key,
     return NULL;
 }
 
-/* Breaker d[0].key's routes would run settings of more than one
- * fingerprint (d[0, n): the commit's routes naming it, each with the
- * total of its fingerprint; fp0: the live routes', 0: none stays). */
-static int conflict(commit *c, const sy__brk_delta *d, size_t n, uint64_t fp0,
-                    sy_error *err) {
-    /* the settings that came first: the live routes' while any stays,
-     * else the first added route's of settings that stay */
-    const sy__brk_delta *first = NULL, *later = NULL;
-    for (size_t i = 0; i < n; i++)
-        if (d[i].d > 0 && d[i].total > 0 && !first && (!fp0 || d[i].fp == fp0))
-            first = &d[i];
-    uint64_t fp = first ? first->fp : fp0;
-    for (size_t i = 0; i < n && !later; i++)
-        if (d[i].d > 0 && d[i].total > 0 && d[i].fp != fp)
-            later = &d[i];
+/* Breaker `key` would be named with two settings: `later` (an added
+ * route) against `first` (an added route), or, first NULL, against the
+ * live routes of settings fp that stay. */
+static int conflict(commit *c, uint64_t key, const sy__brk_delta *first,
+                    uint64_t fp, const sy__brk_delta *later, sy_error *err) {
     const sy__brk_cfg *ocfg = first ? first->cfg : NULL;
     const struct sy_route *other =
-        first ? first->rt : route_naming(c, d[0].key, fp, &ocfg);
-    if (!later || !other) /* (cannot be: two settings stay) */
+        first ? first->rt : route_naming(c, key, fp, &ocfg);
+    if (!other) /* (cannot be: the live ones stay) */
         return sy__error_set(err, SY_EARG, "",
                              "routes name one CircuitBreaker with different "
                              "settings");
@@ -210,56 +199,114 @@ static int conflict(commit *c, const sy__brk_delta *d, size_t n, uint64_t fp0,
                          other->id);
 }
 
+/* One breaker key the commit's routes name. The live routes' settings
+ * (else the first added route's) are the base; every added route of
+ * other settings makes them clash unless no route of the base stays. The
+ * removed routes were live: they are of the base. */
+typedef struct group {
+    uint64_t key, base, other;
+    int64_t base_n, other_n;     /* routes of each that stay */
+    uint32_t base_add;           /* the first added route of the base, + 1 */
+    uint32_t other_at, third_at; /* the first of other, of a third, + 1 */
+    bool live;                   /* base is the live routes' */
+} group;
+
+/* Groups by key: open addressing over indexes + 1 into g (0: empty). */
+static size_t group_at(const uint32_t *ix, size_t m, const group *g,
+                       uint64_t key) {
+    size_t i = (size_t)(key * 0x9e3779b97f4a7c15ull) & m;
+    while (ix[i] && g[ix[i] - 1].key != key)
+        i = (i + 1) & m;
+    return i;
+}
+
+static void weigh(group *g, const sy__brk_delta *d, uint32_t i) {
+    if (d->d < 0) { /* a live route's: of the base */
+        g->base_n -= d->fp == g->base;
+        return;
+    }
+    if (!g->base)
+        g->base = d->fp;
+    if (d->fp == g->base) {
+        g->base_n++;
+        if (!g->base_add)
+            g->base_add = i + 1;
+    } else if (!g->other || d->fp == g->other) {
+        g->other = d->fp;
+        g->other_n++;
+        if (!g->other_at)
+            g->other_at = i + 1;
+    } else if (!g->third_at) {
+        g->third_at = i + 1;
+    }
+}
+
 int sy__commit_brk_check(commit *c, sy_error *err) {
     sy_router *r = c->r;
+    const sy__alloc *a = &r->alloc;
     sy__brk_delta *d = c->brk_d;
     size_t n = c->brk_d_n;
     c->brk_final_n = 0;
     if (!n)
         return SY_OK;
-    /* by key, then fingerprint, then the order the steps met them */
-    if (n > 1 && (!sy__sort_by_u64(&r->alloc, d, n, sizeof *d,
-                                   offsetof(sy__brk_delta, fp)) ||
-                  !sy__sort_by_u64(&r->alloc, d, n, sizeof *d,
-                                   offsetof(sy__brk_delta, key))))
+    size_t cap = 16;
+    while (cap < 2 * n)
+        cap *= 2;
+    group *g = sy__malloc(a, n * sizeof *g);
+    uint32_t *ix = sy__calloc(a, cap, sizeof *ix);
+    sy__free(a, c->brk_final);
+    c->brk_final = sy__malloc(a, n * sizeof *c->brk_final);
+    if (!g || !ix || !c->brk_final) {
+        sy__free(a, g);
+        sy__free(a, ix);
         return sy__commit_nomem(err);
-    sy__free(&r->alloc, c->brk_final);
-    c->brk_final = sy__malloc(&r->alloc, n * sizeof *c->brk_final);
-    if (!c->brk_final)
-        return sy__commit_nomem(err);
-    size_t fresh = 0;
-    for (size_t s = 0, e; s < n; s = e) {
-        for (e = s; e < n && d[e].key == d[s].key;)
-            e++;
-        uint64_t fp0 = 0, keep = 0;
-        uint32_t n0 = 0;
-        bool known = set_find(r, d[s].key, &fp0, &n0), fp0_seen = false;
-        int stay = 0;
-        int64_t count = 0, fp0_total = known ? n0 : 0;
-        for (size_t i = s, j; i < e; i = j) {
-            bool live = known && d[i].fp == fp0;
-            int64_t tot = live ? n0 : 0;
-            fp0_seen |= live;
-            for (j = i; j < e && d[j].fp == d[i].fp; j++)
-                tot += d[j].d;
-            for (size_t k = i; k < j; k++)
-                d[k].total = tot;
-            if (live)
-                fp0_total = tot;
-            if (tot > 0)
-                stay++, keep = d[i].fp, count = tot;
-        }
-        if (known && !fp0_seen && n0)
-            stay++, keep = fp0, count = n0;
-        if (stay > 1)
-            return conflict(c, d + s, e - s, fp0_total > 0 ? fp0 : 0, err);
-        fresh += !known && stay;
-        c->brk_final[c->brk_final_n++] =
-            (sy__brk_final){d[s].key, keep, stay ? (uint32_t)count : 0};
     }
-    if (!c->dry && !set_reserve(r, fresh))
-        return sy__commit_nomem(err);
-    return SY_OK;
+    size_t ng = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t at = group_at(ix, cap - 1, g, d[i].key);
+        if (!ix[at]) {
+            group *ng_ = &g[ng];
+            memset(ng_, 0, sizeof *ng_);
+            ng_->key = d[i].key;
+            uint32_t n0 = 0;
+            ng_->live = set_find(r, d[i].key, &ng_->base, &n0);
+            ng_->base_n = n0;
+            ix[at] = (uint32_t)++ng;
+        }
+        weigh(&g[ix[at] - 1], &d[i], (uint32_t)i);
+    }
+    int rc = SY_OK;
+    size_t fresh = 0;
+    for (size_t k = 0; k < ng && rc == SY_OK; k++) {
+        group *e = &g[k];
+        bool base = e->base_n > 0, other = e->other_n > 0;
+        if (e->third_at && (base || other)) {
+            /* a third setting beside the base's or other's */
+            const sy__brk_delta *first =
+                base ? (e->base_add ? &d[e->base_add - 1] : NULL)
+                     : &d[e->other_at - 1];
+            rc =
+                conflict(c, e->key, first, base ? e->base : e->other,
+                         &d[base ? (e->other_at ? e->other_at : e->third_at) - 1
+                                 : e->third_at - 1],
+                         err);
+        } else if (base && other) {
+            rc = conflict(c, e->key, e->base_add ? &d[e->base_add - 1] : NULL,
+                          e->base, &d[e->other_at - 1], err);
+        } else {
+            fresh += !e->live && (base || other);
+            c->brk_final[c->brk_final_n++] =
+                (sy__brk_final){e->key, base ? e->base : e->other,
+                                (uint32_t)(base    ? e->base_n
+                                           : other ? e->other_n
+                                                   : 0)};
+        }
+    }
+    sy__free(a, g);
+    sy__free(a, ix);
+    if (rc == SY_OK && !c->dry && !set_reserve(r, fresh))
+        rc = sy__commit_nomem(err);
+    return rc;
 }
 
 void sy__commit_brk_follow(commit *c) {

@@ -46,11 +46,12 @@ static int check_change_policies(commit *c, const sy__route_change *ch,
         if (!ch[i].route)
             continue;
         unsigned at = (unsigned)(ch[i].key & 0xffffffu);
+        uint64_t bk = 0;
         rc = sy__router_check_policies(c->r, ch[i].route, list, at, !c->dry,
-                                       err);
+                                       &bk, err);
         /* where its breaker stands, should its settings clash with
          * another route's (sy__commit_brk_check, at the publish) */
-        if (rc == SY_OK && sy__router_breaker_of(c->r, ch[i].route, NULL, NULL))
+        if (rc == SY_OK && bk)
             rc = sy__commit_brk_note(c, ch[i].route, list, at, err);
     }
     return rc;
@@ -284,8 +285,9 @@ static int route_change(doc_walk *dw, size_t i, sy_error *err) {
      * route shared by position was checked when it became live. */
     if (!by_pos && dw->c->r->opts.lenient && !dw->policy_free) {
         sy_error e;
-        int prc = sy__router_check_policies(
-            dw->c->r, rt, dw->doc->envelope ? "routes" : "", pos, false, &e);
+        int prc = sy__router_check_policies(dw->c->r, rt,
+                                            dw->doc->envelope ? "routes" : "",
+                                            pos, false, NULL, &e);
         if (prc == SY_EARG || prc == SY_ENOTRUN) {
             dw->left_out++;
             return sy__report_add_issue(dw->rep, &e) ? sy__commit_nomem(err)

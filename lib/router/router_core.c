@@ -514,7 +514,7 @@ bool sy__router_checks_every_route(const sy_router *r) {
 
 int sy__router_check_policies(sy_router *r, const struct sy_route *rt,
                               const char *list, unsigned index, bool claim,
-                              sy_error *err) {
+                              uint64_t *bkey, sy_error *err) {
     static const sy__builtin once[2] = {SY_F_CIRCUIT_BREAKER, SY_F_RETRY};
     char p[300], at[64];
     /* SCG runs the default path filter on a forward: route's path (the
@@ -611,6 +611,8 @@ int sy__router_check_policies(sy_router *r, const struct sy_route *rt,
     const sy__brk_cfg *cfg;
     int ri;
     uint64_t key = breaker_key(r, rt, &cfg, &ri);
+    if (bkey)
+        *bkey = key;
     if (!key)
         return 0;
     /* a check claims nothing, but sees the room a claim would make by

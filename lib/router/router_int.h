@@ -194,7 +194,8 @@ int sy__router_policy_init(sy_router *r, sy_error *err);
  * its chain runs until the commit ends: SY_ELIMIT when the store has none
  * free (an entry is claimed at the commit, never at a request; !claim, a
  * check: only whether one could be). A forward: route is refused
- * (SY_ENOTRUN) at the default filters' path filter (dflt_path). */
+ * (SY_ENOTRUN) at the default filters' path filter (dflt_path). *bkey
+ * (may be NULL): the breaker's key when the check got to it, else 0. */
 /* Whether sy__router_check_policies reads every route: the default
  * filters hold a CircuitBreaker (an entry claimed for every route) or a
  * path filter a forward: route cannot run (dflt_path); else it passes a
@@ -202,7 +203,7 @@ int sy__router_policy_init(sy_router *r, sy_error *err);
 bool sy__router_checks_every_route(const sy_router *r);
 int sy__router_check_policies(sy_router *r, const struct sy_route *rt,
                               const char *list, unsigned index, bool claim,
-                              sy_error *err);
+                              uint64_t *bkey, sy_error *err);
 /* The commit ends: the entries its checks hold are given back (an entry
  * no attached route holds is freed). */
 void sy__router_drop_checked(sy_router *r);

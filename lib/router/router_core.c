@@ -160,8 +160,11 @@ static int policy_at(const struct sy_route *r, sy__builtin id,
 /* The store key of the breaker rt's chain runs (the default filters',
  * else its own), or 0 when it runs none; its config in *cfg, its filter's
  * index in the route's chain in *ri (-1: the defaults'). */
-static uint64_t breaker_key(const sy_router *r, const struct sy_route *rt,
-                            const sy__brk_cfg **cfg, int *ri) {
+/* (inlined: a route's attach and release call it, a policy-free route's
+ * answer is two tests) */
+static inline __attribute__((always_inline)) uint64_t
+breaker_key(const sy_router *r, const struct sy_route *rt,
+            const sy__brk_cfg **cfg, int *ri) {
     const void *v = NULL;
     int at = -1;
     /* a route known to run no breaker of its own: its filters are not

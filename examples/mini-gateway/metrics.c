@@ -347,6 +347,10 @@ static void policy_text(gw_buf *out, const gw_count_table *pol, uint64_t rcalls,
               "Requests sent to a breaker's fallbackUri, by route.");
     per_route(out, pol, GW_POLICY_RETRIED, "gateway_retry_attempts_total",
               "Attempts made again by a Retry filter, by route.");
+    per_route(out, pol, GW_POLICY_NOT_REPLAYED,
+              "gateway_body_not_replayed_total",
+              "Retries and breaker fallbacks not made because the request "
+              "body was over --retry-body-bytes, by route.");
 }
 
 /* gateway_request_duration_seconds with a route label (route="" for

@@ -23,7 +23,8 @@
  *                       excluding the instances tried (all of them again
  *                       when none is left). A request body is kept up to
  *                       --retry-body-bytes for the new attempt; a longer
- *                       one is not retried.
+ *                       one is not retried nor sent to a breaker's
+ *                       fallback (logged, counted: not_replayed).
  *
  * The gateway declares what it runs (sy_host_profile("gateway") as
  * sy_router_options.host_runs, config.c): a document using any other
@@ -589,12 +590,27 @@ static void backoff_closed(uv_handle_t *h) {
 /* What to do after an attempt that failed or answered `status`. */
 typedef enum { DO_PASS, DO_RETRY, DO_FALLBACK, DO_ERROR, DO_EMPTY } gw_do;
 
+/* A retry or a fallback the policy asked for and the gateway cannot make:
+ * the request body went upstream past --retry-body-bytes and was not
+ * kept. A condition of the request, not of the route: logged and counted
+ * (gateway_body_not_replayed_total), the failure answered as without it. */
+static void not_replayed(gw_request *q, const char *what) {
+    gw_metrics_policy(&q->w->metrics, q->route_id, GW_POLICY_NOT_REPLAYED);
+    gw_log("route %s: %s not made: the request body (%s) is over "
+           "--retry-body-bytes %llu and was not kept",
+           q->route_id, what, q->req_chunked ? "chunked" : "Content-Length",
+           (unsigned long long)G.cfg.retry_body_bytes);
+}
+
 static gw_do decide(gw_request *q, sy_outcome o, int status, uint64_t now,
                     uint32_t *delay, int *err_status) {
-    if (q->retry && can_replay(q) &&
+    if (q->retry &&
         sy_retry_next(q->retry, q->retries_done, q->sreq.method, o, status,
-                      now - q->first_attempt_ms, gw_worker_rand(q->w), delay))
-        return DO_RETRY;
+                      now - q->first_attempt_ms, gw_worker_rand(q->w), delay)) {
+        if (can_replay(q))
+            return DO_RETRY;
+        not_replayed(q, "Retry");
+    }
     if (!q->permit_held)
         return o == SY_OUTCOME_SUCCESS || status ? DO_PASS : DO_ERROR;
     q->permit_held = false;
@@ -605,7 +621,9 @@ static gw_do decide(gw_request *q, sy_outcome o, int status, uint64_t now,
         return DO_PASS;
     if (v == SY_BREAKER_RESUME) /* resumeWithoutError: SCG's empty 200 */
         return DO_EMPTY;
-    if (q->permit.fallback && can_replay(q)) {
+    if (q->permit.fallback && !can_replay(q)) {
+        not_replayed(q, "CircuitBreaker fallback");
+    } else if (q->permit.fallback) {
         q->fb_kind = status                    ? GW_FB_STATUS
                      : o == SY_OUTCOME_TIMEOUT ? GW_FB_TIMEOUT
                                                : GW_FB_CONNECT;

@@ -1,7 +1,9 @@
 """mini-gateway end to end: Retry run for real. Retries by status (with
 exponential backoff, timed), by series, only for the listed methods; a
 retry goes to another instance with the request body kept and sent again;
-a body larger than --retry-body-bytes is not retried."""
+a body larger than --retry-body-bytes is not retried, nor sent to a
+breaker's fallback: each such request is logged and counted
+(gateway_body_not_replayed_total)."""
 import json
 import socket
 import threading
@@ -60,6 +62,13 @@ def body(procs, c):
              "backoff.factor": "2"}}]},
         {"id": "series", "uri": be, "predicates": ["Path=/series/**"],
          "filters": ["Retry=1"]},
+        {"id": "cbpost", "uri": "http://127.0.0.1:%d" % fport,
+         "predicates": ["Path=/cbpost/**"],
+         "filters": [{"name": "CircuitBreaker", "args": {
+             "name": "cbpost", "fallbackUri": "forward:/fb/x",
+             "statusCodes": ["503"], "slidingWindowSize": "100",
+             "minimumNumberOfCalls": "100"}}]},
+        {"id": "fb", "uri": be, "predicates": ["Path=/fb/**"]},
         {"id": "post", "uri": "lb://svc", "predicates": ["Path=/post/**"],
          "filters": [{"name": "Retry", "args": {
              "retries": "1", "statuses": "503", "methods": "POST"}}]},
@@ -114,6 +123,28 @@ def body(procs, c):
     st, _, _ = gw.request("POST", "/post/x", body=b"q" * 200000)
     c.eq(st, 503, "a body over --retry-body-bytes is not retried")
     c.eq(retries("post"), before, "no retry counted")
+    # ... and not silently: counted and logged
+    def not_replayed(route):
+        st, _, body = gw.admin_call("GET", "/metrics")
+        for line in body.decode().splitlines():
+            if line.startswith('gateway_body_not_replayed_total{route="%s"}'
+                               % route):
+                return int(float(line.rsplit(" ", 1)[1]))
+        return 0
+    c.eq(not_replayed("post"), 1, "the retry not made is counted")
+    log = procs.log("gateway.log")
+    c.ok("route post: Retry not made" in log and "--retry-body-bytes" in log,
+         "the retry not made is logged: %r" % log[-400:])
+    # a breaker's fallback: taken with a body it kept, not with a longer one
+    st, _, data = gw.request("POST", "/cbpost/x", body=b"s" * 5000)
+    c.eq(st, 200, "a failed POST goes to the fallback")
+    c.eq(json.loads(data)["body_bytes"], 5000, "the fallback had the body")
+    c.eq(not_replayed("cbpost"), 0, "nothing counted for a kept body")
+    st, _, _ = gw.request("POST", "/cbpost/x", body=b"L" * 200000)
+    c.eq(st, 503, "a body over --retry-body-bytes: the failure answers")
+    c.eq(not_replayed("cbpost"), 1, "the fallback not taken is counted")
+    c.ok("route cbpost: CircuitBreaker fallback not made"
+         in procs.log("gateway.log"), "the fallback not taken is logged")
 
 
 h.run("gateway_retry", body)

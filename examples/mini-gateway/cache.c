@@ -198,8 +198,7 @@ static void answer(gw_request *q, const entry *e, uint64_t now, bool not_mod) {
                   (unsigned long long)((e->expires_ms - now) / 1000));
     if (!not_mod)
         gw_buf_printf(&out, "Content-Length: %zu\r\n", e->body_len);
-    if (!q->keep_alive)
-        gw_buf_adds(&out, "Connection: close\r\n");
+    gw_buf_adds(&out, gw_conn_line(q));
     gw_buf_adds(&out, "\r\n");
     if (!not_mod && !q->head_req && e->body_len)
         gw_buf_add(&out, e->body, e->body_len);

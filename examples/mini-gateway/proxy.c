@@ -481,7 +481,7 @@ void gw_request_respond(gw_request *q, int status, const char *headers,
                   status, gw_status_text(status), headers ? headers : "", blen,
                   blen && body[0] == '{' ? "application/json"
                                          : "text/plain; charset=utf-8",
-                  q->keep_alive ? "" : "Connection: close\r\n");
+                  gw_conn_line(q));
     if (!q->head_req && blen)
         gw_buf_add(&out, body, blen);
     gw_client_write(c, out.p, out.len);
@@ -763,6 +763,7 @@ static void request_begin(gw_client *c) {
     gw_deadline_clear(&c->timer);
     http_parser *p = &c->p;
     q->keep_alive = request_keep_alive(p) && !w->draining && !p->upgrade;
+    q->http10 = p->http_major == 1 && p->http_minor == 0;
     q->head_req = p->method == HTTP_HEAD;
     q->req_chunked = (p->flags & F_CHUNKED) != 0;
     bool has_cl = (p->flags & F_CONTENTLENGTH) != 0;

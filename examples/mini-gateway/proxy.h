@@ -121,6 +121,7 @@ struct gw_request {
     int rlast; /* 0 none, 1 a name, 2 a value last */
     bool rcopy;
     bool keep_alive; /* to the client after this request */
+    bool http10;     /* an HTTP/1.0 request: keep-alive is said (gw_conn) */
     bool finished;
     bool fresh;    /* do not take a pooled connection */
     bool pipe_off; /* re-sent after a pipeline broke: on its own now */
@@ -322,6 +323,15 @@ static inline bool gw_eq_lower(const char *n, const char *lit, size_t len) {
         if (i + 8 == len)
             return true;
     }
+}
+/* The Connection line of q's answer: close when the connection ends
+ * after it; keep-alive to an HTTP/1.0 client that keeps it open, which
+ * takes an answer without it for the connection's last (RFC 9112 C.2.2:
+ * ab -k reads such an answer to EOF); none for HTTP/1.1. */
+static inline const char *gw_conn_line(const gw_request *q) {
+    return !q->keep_alive ? "Connection: close\r\n"
+           : q->http10    ? "Connection: keep-alive\r\n"
+                          : "";
 }
 /* A response header the gateway does not pass on as it came (hop-by-hop,
  * or the framing it writes itself): chosen by the name's length first, so

@@ -1023,10 +1023,9 @@ static int r_headers_complete(http_parser *p) {
             q->keep_alive = false; /* close-delimited */
         }
     }
-    if (!q->keep_alive || c->w->draining) {
+    if (c->w->draining)
         q->keep_alive = false;
-        gw_buf_adds(out, "Connection: close\r\n");
-    }
+    gw_buf_adds(out, gw_conn_line(q));
     gw_buf_adds(out, "\r\n");
     q->resp_started = true;
     q->bytes_out += out->len - mark;

@@ -227,6 +227,30 @@ def body(procs, c):
     out = h.raw(gw.port, b"GET /echo/old HTTP/1.0\r\nHost: a\r\n\r\n")
     c.ok(out.startswith(b"HTTP/1.1 200") and b"Connection: close" in out,
          "HTTP/1.0 request answered with Connection: close")
+    # HTTP/1.0 with keep-alive: each answer says it (RFC 9112 C.2.2), else
+    # a 1.0 client takes the connection for closed (ab -k reads to EOF)
+    s10 = socket.create_connection(("127.0.0.1", gw.port), timeout=5)
+    for path, want in ((b"/echo/ka1", 200), (b"/gone/x", 410),
+                       (b"/nothing-here", 404), (b"/echo/ka2", 200)):
+        s10.sendall(b"GET %s HTTP/1.0\r\nHost: a\r\n"
+                    b"Connection: keep-alive\r\n\r\n" % path)
+        got = b""
+        while b"\r\n\r\n" not in got:
+            chunk = s10.recv(65536)
+            if not chunk:
+                break
+            got += chunk
+        head, _, rest = got.partition(b"\r\n\r\n")
+        lines = head.decode("latin1").split("\r\n")
+        n = [int(x.split(":")[1]) for x in lines
+             if x.lower().startswith("content-length:")]
+        while n and len(rest) < n[0]:
+            rest += s10.recv(65536)
+        c.ok(lines[0].startswith("HTTP/1.1 %d" % want) and
+             "connection: keep-alive" in head.decode("latin1").lower(),
+             "HTTP/1.0 keep-alive %s: %d with Connection: keep-alive (%r)"
+             % (path.decode(), want, head[:200]))
+    s10.close()
 
     # --- admin API
     st, _, _ = gw.admin_call("GET", "/status", token=False)

@@ -620,6 +620,12 @@ void gw_request_connect_failed(gw_request *q, bool timeout) {
 
 void gw_request_body_flow(gw_request *q) {
     q->body_flow = true;
+    if (q->expect_100 && !q->sent_100 && !q->msg_done && !q->body_bytes) {
+        static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+        q->sent_100 = true;
+        gw_client_write(q->c, cont, sizeof cont - 1);
+        gw_client_flush(q->c);
+    }
     client_kick(q->c);
 }
 
@@ -769,6 +775,7 @@ static void request_begin(gw_client *c) {
     bool has_cl = (p->flags & F_CONTENTLENGTH) != 0;
     q->has_body = q->req_chunked || (has_cl && p->content_length > 0);
     c->body_base = c->start;
+    q->expect_100 = q->has_body && gw_expects_100(p, c->hdrs, c->nh);
 
     sy_request *r = &q->sreq;
     *r = (sy_request)SY_REQUEST_INIT;

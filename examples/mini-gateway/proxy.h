@@ -152,7 +152,8 @@ struct gw_request {
     uv_timer_t *backoff;
     gw_buf body_keep; /* the request body so far, for another attempt */
     bool keep_body, body_overflow, replay;
-    int fb_kind, fb_status; /* why the request went to a fallback */
+    bool expect_100, sent_100; /* Expect: 100-continue (gw_request_body_flow) */
+    int fb_kind, fb_status;    /* why the request went to a fallback */
     gw_buf req_xhdrs; /* request headers from the gateway (FallbackHeaders) */
     int redo;         /* after a response head: what policy does instead */
     int redo_status;
@@ -247,6 +248,8 @@ void gw_request_blocks_free(void);
  * backend and each client once with everything the pass produced, instead
  * of once per write (a woken peer would often preempt the worker on its
  * return from write()). */
+/* An HTTP/1.1 request with Expect: 100-continue (upstream_head.c). */
+bool gw_expects_100(const http_parser *p, const sy_header *h, size_t n);
 void gw_client_write(gw_client *c, const char *data, size_t len);
 void gw_client_flush(gw_client *c);
 /* Hand every connection's deferred output to its socket (the worker's

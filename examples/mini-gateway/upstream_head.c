@@ -6,7 +6,7 @@
  * body's framing), a match's response edits (the route's CORS
  * headers first) copied into the request for upstream.c to apply, and a
  * plain response head's headers taken and its lines passed on as the
- * upstream wrote them.
+ * upstream wrote them; whether a request's client waits for 100 Continue.
  */
 #define _DEFAULT_SOURCE
 #include "proxy.h"
@@ -332,4 +332,20 @@ int gw_response_headers(http_parser *p, const sy_header *h, size_t n) {
         q->rlast = 2;
     }
     return q && n > GW_MAX_HEADERS;
+}
+
+/* True for an HTTP/1.1 request with Expect: 100-continue among its n
+ * headers: its client waits for 100 Continue before the body. The gateway
+ * does not send Expect upstream (hop-by-hop here, as the body is read by
+ * the gateway), so it answers it itself once it reads the body for the
+ * upstream (gw_request_body_flow); an answer of its own instead (404,
+ * 413, ...) is the final status RFC 9110 10.1.1 allows in its place. */
+bool gw_expects_100(const http_parser *p, const sy_header *h, size_t n) {
+    if (p->http_major != 1 || p->http_minor < 1)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (h[i].name.len == 6 && strncasecmp(h[i].name.ptr, "expect", 6) == 0)
+            return h[i].value.len == 12 &&
+                   strncasecmp(h[i].value.ptr, "100-continue", 12) == 0;
+    return false;
 }

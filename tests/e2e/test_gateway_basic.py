@@ -251,6 +251,32 @@ def body(procs, c):
              "HTTP/1.0 keep-alive %s: %d with Connection: keep-alive (%r)"
              % (path.decode(), want, head[:200]))
     s10.close()
+    # Expect: 100-continue: the client waits for 100 before its body (the
+    # gateway takes Expect off the upstream request, so it must say it)
+    se = socket.create_connection(("127.0.0.1", gw.port), timeout=2)
+    se.sendall(b"POST /echo/expect HTTP/1.1\r\nHost: a\r\n"
+               b"Content-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+    try:
+        first = se.recv(65536)
+    except socket.timeout:
+        first = b"(nothing within 2 s)"
+    c.eq(first, b"HTTP/1.1 100 Continue\r\n\r\n",
+         "Expect: 100-continue answered 100 before the body")
+    se.sendall(b"hello")
+    got = b""
+    while b"body_bytes" not in got:
+        chunk = se.recv(65536)
+        if not chunk:
+            break
+        got += chunk
+    c.ok(got.startswith(b"HTTP/1.1 200") and b'"body_bytes":5' in got,
+         "then the body went upstream: %r" % got[-60:])
+    se.close()
+    out = h.raw(gw.port, b"POST /nothing-here HTTP/1.1\r\nHost: a\r\n"
+                b"Content-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+    c.ok(out.startswith(b"HTTP/1.1 404"),
+         "a refused request with Expect: the final status, no 100 (%r)"
+         % out[:30])
 
     # --- admin API
     st, _, _ = gw.admin_call("GET", "/status", token=False)

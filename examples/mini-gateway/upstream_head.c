@@ -256,7 +256,8 @@ int gw_upstream_head(gw_request *q, const sy_target *t) {
     w = PUT_LIT(w, " HTTP/1.1\r\nHost: ");
     w = put(w, t->host_header.ptr, t->host_header.len);
     w = PUT_LIT(w, "\r\n");
-    bool xff = false, xfp = false, xfh = false;
+    bool xfp = false, xfh = false;
+    char *xff_end = NULL; /* after the value of the last X-Forwarded-For */
     for (size_t i = 0; i < t->header_count; i++) {
         sy_header hd = t->headers[i];
         if (hop_by_hop(hd.name) || named_by_connection(q->c, hd.name) ||
@@ -265,18 +266,23 @@ int gw_upstream_head(gw_request *q, const sy_target *t) {
         w = put(w, hd.name.ptr, hd.name.len);
         w = PUT_LIT(w, ": ");
         w = put(w, hd.value.ptr, hd.value.len);
-        if (name_is(hd.name, "x-forwarded-for")) {
-            xff = true;
-            w = PUT_LIT(w, ", ");
-            w = put(w, peer, plen);
-        }
+        if (name_is(hd.name, "x-forwarded-for"))
+            xff_end = w;
         xfp |= name_is(hd.name, "x-forwarded-proto");
         xfh |= name_is(hd.name, "x-forwarded-host");
         w = PUT_LIT(w, "\r\n");
     }
     if (q->req_xhdrs.len) /* FallbackHeaders */
         w = put(w, q->req_xhdrs.p, q->req_xhdrs.len);
-    if (!xff) {
+    if (xff_end) {
+        /* the client at the end of the list, once: several lines are one
+         * list (RFC 9110 5.3), the lines after the last moved on (the
+         * room has ", " and the peer for each header line) */
+        memmove(xff_end + 2 + plen, xff_end, (size_t)(w - xff_end));
+        xff_end = PUT_LIT(xff_end, ", ");
+        put(xff_end, peer, plen);
+        w += 2 + plen;
+    } else {
         w = PUT_LIT(w, "X-Forwarded-For: ");
         w = put(w, peer, plen);
         w = PUT_LIT(w, "\r\n");

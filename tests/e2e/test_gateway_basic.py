@@ -98,6 +98,15 @@ def body(procs, c):
                              headers={"X-Forwarded-For": "10.1.2.3"})
     c.eq(h.echoed_header(data, "X-Forwarded-For"), "10.1.2.3, 127.0.0.1",
          "XFF appended")
+    # two X-Forwarded-For lines are one list (RFC 9110 5.3): the client
+    # is appended once, at its end
+    out = h.raw(gw.port, b"GET /echo/xff2 HTTP/1.1\r\nHost: a\r\n"
+                b"X-Forwarded-For: 10.0.0.1\r\nX-Trace: t\r\n"
+                b"X-Forwarded-For: 10.0.0.2\r\nConnection: close\r\n\r\n")
+    got = [v for k, v in json.loads(out.split(b"\r\n\r\n", 1)[1])["headers"]
+           if k.lower() == "x-forwarded-for"]
+    c.eq(", ".join(got), "10.0.0.1, 10.0.0.2, 127.0.0.1",
+         "two X-Forwarded-For lines: the client appended once, last")
 
     # --- lb:// and gray release by header
     seen = set()

@@ -325,14 +325,17 @@ static bool vary_names(struct gw_cache_cap *cap, const char *vary) {
 }
 
 const char *gw_cache_head(gw_request *q, int status, const char *cc,
-                          const char *vary, char *buf, size_t cap_len) {
+                          const char *vary, int64_t length, char *buf,
+                          size_t cap_len) {
     struct gw_cache_cap *cap = q->cache_cap;
     if (!cap)
         return NULL;
     if (cap->on && !vary_names(cap, vary))
         cap->on = false;
     cap->status = status; /* SCG keeps 200, 206 and 301 */
+    /* a body known to be over size is never kept: no max-age for it */
     if ((status != 200 && status != 206 && status != 301) || q->head_req ||
+        (length >= 0 && (uint64_t)length > cap->size) ||
         (cc && (directive(cc, strlen(cc), "no-store") ||
                 directive(cc, strlen(cc), "private"))))
         cap->on = false;

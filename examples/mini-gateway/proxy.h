@@ -416,12 +416,14 @@ void gw_host_filters(gw_request *q, sy_match *m);
  * answered), else note what to keep of the upstream's answer. */
 bool gw_cache_lookup(gw_request *q, sy_match *m);
 /* The answer's head (status after the route's edits, its Cache-Control
- * or NULL, its Vary lines joined by ","): the Cache-Control value to send
- * instead, in buf, or NULL when this answer is not kept (it goes out as
- * it is; `Vary: *` is not kept); when kept, then the header lines without
+ * or NULL, its Vary lines joined by ",", its Content-Length or -1): the
+ * Cache-Control value to send instead, in buf, or NULL when this answer is
+ * not kept (it goes out as it is; `Vary: *` and a length over the route's
+ * size are not kept); when kept, then the header lines without
  * Cache-Control (gw_cache_head_text). */
 const char *gw_cache_head(gw_request *q, int status, const char *cc,
-                          const char *vary, char *buf, size_t cap);
+                          const char *vary, int64_t length, char *buf,
+                          size_t cap);
 void gw_cache_head_text(gw_request *q, const char *text, size_t len);
 void gw_cache_body(gw_request *q, const char *at, size_t len);
 /* The answer ended (complete: whole): kept when it may be. */

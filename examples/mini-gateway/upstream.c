@@ -994,7 +994,9 @@ static int r_headers_complete(http_parser *p) {
         gw_buf_add(&ccv, "", 1);
         const char *cc = gw_cache_head(
             q, q->status, has_cc ? (ccv.failed ? "no-store" : ccv.p) : NULL,
-            vary.failed ? "*" : vary.p, ccbuf, sizeof ccbuf);
+            vary.failed ? "*" : vary.p,
+            (p->flags & F_CONTENTLENGTH) ? (int64_t)p->content_length : -1,
+            ccbuf, sizeof ccbuf);
         gw_buf_free(&vary);
         if (cc) { /* to be kept: sent with the route's max-age */
             hl_remove(&l, "cache-control");

@@ -248,13 +248,14 @@ typedef struct gw_wmetrics {
 } gw_wmetrics;
 
 enum {
-    GW_POLICY_LIMITED = 1,     /* answered by a rate limiter (429) */
-    GW_POLICY_FAILED_OPEN = 2, /* allowed because Redis failed */
-    GW_POLICY_RETRIED = 3,     /* a Retry attempt */
-    GW_POLICY_REJECTED = 4,    /* not permitted by an open breaker */
-    GW_POLICY_FALLBACK = 5,    /* sent to the breaker's fallback */
-    GW_POLICY_NOT_REPLAYED = 6 /* a retry or fallback not made: the body
-                                  was over --retry-body-bytes */
+    GW_POLICY_LIMITED = 1,      /* answered by a rate limiter (429) */
+    GW_POLICY_FAILED_OPEN = 2,  /* allowed because Redis failed */
+    GW_POLICY_RETRIED = 3,      /* a Retry attempt */
+    GW_POLICY_REJECTED = 4,     /* not permitted by an open breaker */
+    GW_POLICY_FALLBACK = 5,     /* sent to the breaker's fallback */
+    GW_POLICY_NOT_REPLAYED = 6, /* a retry or fallback not made: the body
+                                   was over --retry-body-bytes */
+    GW_UPGRADE_DROPPED = 7      /* an Upgrade (WebSocket) sent as plain */
 };
 void gw_metrics_policy(gw_wmetrics *m, const char *route, int kind);
 

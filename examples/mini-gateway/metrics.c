@@ -351,6 +351,9 @@ static void policy_text(gw_buf *out, const gw_count_table *pol, uint64_t rcalls,
               "gateway_body_not_replayed_total",
               "Retries and breaker fallbacks not made because the request "
               "body was over --retry-body-bytes, by route.");
+    per_route(out, pol, GW_UPGRADE_DROPPED, "gateway_upgrade_dropped_total",
+              "Upgrade requests (WebSocket) proxied as plain requests, the "
+              "upgrade dropped, by route.");
 }
 
 /* gateway_request_duration_seconds with a route label (route="" for

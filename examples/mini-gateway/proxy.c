@@ -706,6 +706,8 @@ void gw_request_proceed(gw_request *q, sy_match *m) {
                       st == 503 ? "no instance available" : "bad upstream");
         return;
     }
+    if (q->c->p.upgrade)
+        gw_upgrade_dropped(q);
     q->attempts = 1;
     gw_upstream_start(q);
 }

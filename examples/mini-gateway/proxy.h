@@ -248,6 +248,8 @@ void gw_request_blocks_free(void);
  * backend and each client once with everything the pass produced, instead
  * of once per write (a woken peer would often preempt the worker on its
  * return from write()). */
+/* q's Upgrade is not proxied: logged, counted (upstream_head.c). */
+void gw_upgrade_dropped(gw_request *q);
 /* An HTTP/1.1 request with Expect: 100-continue (upstream_head.c). */
 bool gw_expects_100(const http_parser *p, const sy_header *h, size_t n);
 void gw_client_write(gw_client *c, const char *data, size_t len);

@@ -6,7 +6,8 @@
  * body's framing), a match's response edits (the route's CORS
  * headers first) copied into the request for upstream.c to apply, and a
  * plain response head's headers taken and its lines passed on as the
- * upstream wrote them; whether a request's client waits for 100 Continue.
+ * upstream wrote them; whether a request's client waits for 100 Continue;
+ * an Upgrade dropped, logged and counted.
  */
 #define _DEFAULT_SOURCE
 #include "proxy.h"
@@ -354,4 +355,19 @@ bool gw_expects_100(const http_parser *p, const sy_header *h, size_t n) {
             return h[i].value.len == 12 &&
                    strncasecmp(h[i].value.ptr, "100-continue", 12) == 0;
     return false;
+}
+
+/* A protocol upgrade (WebSocket; SCG upgrades one on an http:// route):
+ * the gateway proxies none, so Upgrade and Connection are dropped as
+ * hop-by-hop and the request goes as a plain one. Logged and counted. */
+void gw_upgrade_dropped(gw_request *q) {
+    gw_metrics_policy(&q->w->metrics, q->route_id, GW_UPGRADE_DROPPED);
+    const sy_header *h = q->c->hdrs;
+    for (size_t i = 0; i < q->c->nh; i++)
+        if (h[i].name.len == 7 && strncasecmp(h[i].name.ptr, "upgrade", 7) == 0)
+            gw_log("route %s: Upgrade: %.*s dropped: the gateway proxies no "
+                   "protocol upgrade, sent upstream as a plain %.*s",
+                   q->route_id,
+                   (int)(h[i].value.len < 64 ? h[i].value.len : 64),
+                   h[i].value.ptr, (int)q->sreq.method.len, q->sreq.method.ptr);
 }

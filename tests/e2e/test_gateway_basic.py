@@ -260,6 +260,19 @@ def body(procs, c):
              "HTTP/1.0 keep-alive %s: %d with Connection: keep-alive (%r)"
              % (path.decode(), want, head[:200]))
     s10.close()
+    # a WebSocket upgrade on an http:// route (SCG would upgrade it): the
+    # gateway proxies no upgrades, so it goes as a plain GET, not silently
+    before = gw.metric("gateway_upgrade_dropped_total") or 0
+    out = h.raw(gw.port, b"GET /echo/ws HTTP/1.1\r\nHost: a\r\n"
+                b"Upgrade: websocket\r\nConnection: Upgrade\r\n"
+                b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                b"Sec-WebSocket-Version: 13\r\n\r\n", timeout=2)
+    c.ok(out.startswith(b"HTTP/1.1 200") and b"Upgrade" not in
+         out.split(b"\r\n\r\n")[1], "the upgrade went as a plain GET")
+    c.eq((gw.metric("gateway_upgrade_dropped_total") or 0) - before, 1,
+         "the dropped upgrade is counted")
+    c.ok("route echo: Upgrade: websocket dropped" in procs.log("gateway.log"),
+         "and logged")
     # Expect: 100-continue: the client waits for 100 before its body (the
     # gateway takes Expect off the upstream request, so it must say it)
     se = socket.create_connection(("127.0.0.1", gw.port), timeout=2)

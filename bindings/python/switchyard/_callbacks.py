@@ -15,6 +15,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from ._convert import (ENC, ERRORS, report_from_c, request_from_c,
                        route_from_c, set_error, stash, text, to_bytes)
 from ._native import ffi, lib
+from ._errors import InvalidArgumentError
 from ._types import ExplainStep, Shadow
 
 logger = logging.getLogger("switchyard")
@@ -25,6 +26,7 @@ _LEVELS = {0: logging.DEBUG, 1: logging.INFO, 2: logging.WARNING,
 SY_ENOTFOUND = -15
 SY_ECALLBACK = -19
 SY_EARG = -10
+INT64_MAX = 0x7FFFFFFFFFFFFFFF
 
 
 class RouterCallbacks:
@@ -82,7 +84,13 @@ def _sy_py_clock_ms(data: Any) -> int:
     try:
         cb: RouterCallbacks = ffi.from_handle(data)
         assert cb.clock is not None
-        return int(cb.clock())
+        value = int(cb.clock())
+        # past int64 cffi would print the error and hand C a 0 (1970)
+        if not -INT64_MAX - 1 <= value <= INT64_MAX:
+            raise InvalidArgumentError(
+                f"clock returned {value}: not epoch milliseconds (must fit "
+                "in a signed 64-bit integer)")
+        return value
     except BaseException as exc:  # noqa: BLE001
         stash(exc)
         return 0

@@ -382,6 +382,19 @@ def test_clock_exception_is_raised_from_match():
             r.match(url="/")
 
 
+def test_clock_result_out_of_range_is_raised_from_match():
+    # an epoch-ms value past int64 was swallowed by cffi ("Exception
+    # ignored from cffi callback") and the clock read 0 (1970): the After
+    # route silently did not match
+    for value in (2 ** 63, -(2 ** 63) - 1, 1e300):
+        with sy.Router(clock=lambda: value) as r:
+            r.add_source("s")
+            r.apply("s", doc(1, {"id": "late", "uri": "http://x",
+                                 "predicates": ["After=2020-01-01T00:00:00Z"]}))
+            with pytest.raises(sy.InvalidArgumentError, match="clock"):
+                r.match(url="/")
+
+
 def test_default_filters_apply_to_every_route():
     with sy.Router(default_filters=["AddRequestHeader=X-Gw,1"]) as r:
         r.add_source("s")

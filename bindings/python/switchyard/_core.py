@@ -18,7 +18,8 @@ from ._native import ffi, lib
 from ._types import (Action, Diff, ExplainStep, HostFilter, Instance, Shadow,
                      InstanceState, Issue, Limits, Match, NoMatch,
                      NoMatchReason, Request, ResponseOp, ResponseOpKind,
-                     Route, Selection, ShortcutType, Target, UpstreamKind)
+                     Route, Selection, ShortcutType, Target, UpstreamKind,
+                     _enum_of)
 
 DocumentLike = Union[str, bytes, bytearray, memoryview, list, dict]
 
@@ -51,6 +52,12 @@ class Registry:
         self.names: List[str] = []
 
     def _fields(self, fields: Sequence[str]) -> Any:
+        # a str is a sequence too: "tenant" would declare t, e, n, a, n, t
+        if isinstance(fields, (str, bytes)) or not all(
+                isinstance(f, str) for f in fields):
+            raise InvalidArgumentError(
+                f"shortcut_fields {fields!r}: must be a list of field "
+                "names (strings)")
         if not fields:
             return ffi.NULL
         strs = [ffi.new("char[]", cstr(f)) for f in fields]
@@ -58,6 +65,17 @@ class Registry:
         self._keep.extend(strs)
         self._keep.append(arr)
         return arr
+
+    @staticmethod
+    def _shortcut_type(value: Any) -> int:
+        # the library reads any type but DEFAULT as a list: 7 would run as
+        # GATHER_LIST
+        try:
+            return int(_enum_of(ShortcutType, value))
+        except (KeyError, ValueError, TypeError, AttributeError):
+            raise InvalidArgumentError(
+                f"shortcut_type {value!r}: must be a ShortcutType (DEFAULT, "
+                "GATHER_LIST, GATHER_LIST_TAIL_FLAG) or its name") from None
 
     def _check_open(self) -> None:
         if self._frozen:
@@ -68,15 +86,15 @@ class Registry:
                       compile: Callable[[List[Tuple[str, str]]],
                                         Callable[[Request], bool]], *,
                       shortcut_fields: Sequence[str] = (),
-                      shortcut_type: ShortcutType = ShortcutType.DEFAULT
+                      shortcut_type: Union[ShortcutType, str] = ShortcutType.DEFAULT
                       ) -> None:
         """Register a predicate factory under ``name``."""
         self._check_open()
         factory = cb.PredicateFactory(compile)
         handle = ffi.new_handle(factory)
         f = ffi.new("sy_predicate_factory *")
+        f.shortcut_type = self._shortcut_type(shortcut_type)
         f.shortcut_fields = self._fields(shortcut_fields)
-        f.shortcut_type = int(shortcut_type)
         f.compile = lib._sy_py_pred_compile
         f.test = lib._sy_py_pred_test
         f.free = lib._sy_py_pred_free
@@ -91,7 +109,7 @@ class Registry:
                    validate: Optional[Callable[[List[Tuple[str, str]]],
                                                None]] = None, *,
                    shortcut_fields: Sequence[str] = (),
-                   shortcut_type: ShortcutType = ShortcutType.DEFAULT
+                   shortcut_type: Union[ShortcutType, str] = ShortcutType.DEFAULT
                    ) -> None:
         """Register a host-run filter under ``name``; ``validate(args)``
         raising ValueError rejects the route."""
@@ -99,8 +117,8 @@ class Registry:
         factory = cb.FilterFactory(validate)
         handle = ffi.new_handle(factory)
         f = ffi.new("sy_filter_factory *")
+        f.shortcut_type = self._shortcut_type(shortcut_type)
         f.shortcut_fields = self._fields(shortcut_fields)
-        f.shortcut_type = int(shortcut_type)
         f.validate = lib._sy_py_filter_validate
         f.data = handle
         err = new_error()

@@ -139,3 +139,24 @@ def test_gather_list_shortcut():
     sy.parse([{"id": "a", "uri": "http://x", "predicates": ["AnyOf=a,b,c"]}],
              registry=reg)
     assert got == [[("values", "a"), ("values", "b"), ("values", "c")]]
+
+
+@pytest.mark.parametrize("add", ["add_predicate", "add_filter"])
+def test_shortcut_type_and_fields_are_checked(add):
+    # accepted before: shortcut_type=7 ran as GATHER_LIST (the library
+    # reads any non-DEFAULT type as a list), and shortcut_fields="tenant"
+    # declared the fields t, e, n, a, n, t ("Tenant=acme" gave ("t", "acme"))
+    def factory(args):
+        return lambda req: True
+    reg = sy.Registry()
+    with pytest.raises(sy.InvalidArgumentError, match="shortcut_type"):
+        getattr(reg, add)("Tenant", factory, shortcut_fields=["tenant"],
+                          shortcut_type=7)
+    with pytest.raises(sy.InvalidArgumentError, match="shortcut_fields"):
+        getattr(reg, add)("Tenant", factory, shortcut_fields="tenant")
+    with pytest.raises(sy.InvalidArgumentError, match="shortcut_fields"):
+        getattr(reg, add)("Tenant", factory, shortcut_fields=["tenant", 3])
+    assert reg.names == []
+    getattr(reg, add)("Tenant", factory, shortcut_fields=("tenant",),
+                      shortcut_type="gather_list")
+    assert reg.names == ["Tenant"]

@@ -25,7 +25,6 @@ from __future__ import annotations
 import ipaddress
 import json
 import sys
-from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
 
 from ._core import Registry, diff, parse, parse_instances
@@ -488,22 +487,91 @@ def _parse_request_args(cmd: str, argv: Sequence[str]) -> _RequestArgs:
     return a
 
 
+_C_SPACE = " \t\n\v\f\r"
+_DIGITS = "0123456789"
+
+
+def _scan_int(text: str, i: int, width: int) -> Tuple[Optional[int], int]:
+    """sscanf's %<width>d at text[i:]: blanks skipped, then a sign and
+    ASCII digits, width counting the sign; (None, i) when no digit."""
+    while i < len(text) and text[i] in _C_SPACE:
+        i += 1
+    j = i
+    if j < len(text) and text[j] in "+-":
+        j += 1
+    k = j
+    while k < len(text) and k - i < width and text[k] in _DIGITS:
+        k += 1
+    if k == j:
+        return None, i
+    return int(text[i:k]), k
+
+
+def _days_from_civil(y: int, m: int, d: int) -> int:
+    y -= m <= 2
+    era = (y if y >= 0 else y - 399) // 400
+    yoe = y - era * 400
+    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
+    return era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
+
+
 def _parse_now(text: str) -> int:
     """ISO-8601 (2024-01-02T03:04:05[.678](Z|+01:00)) or epoch ms, parsed by
-    the same rules as the C tool."""
-    try:
-        return int(text)
-    except ValueError:
-        pass
-    t = text[:-1] + "+00:00" if text.endswith("Z") else text
-    try:
-        dt = datetime.fromisoformat(t)
-    except ValueError:
-        raise _Usage("--now takes ISO-8601 (2024-01-02T03:04:05Z) "
-                     "or epoch milliseconds") from None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return int(dt.timestamp()) * 1000 + dt.microsecond // 1000
+    the C tool's rules (strtoll, then sscanf and timegm): what it refuses
+    is refused, as int() and datetime.fromisoformat would take 1_000,
+    "5 ", 2024-01-02, a space for T or +0100."""
+    bad = _Usage("--now takes ISO-8601 (2024-01-02T03:04:05Z) "
+                 "or epoch milliseconds")
+    i = 0
+    while i < len(text) and text[i] in _C_SPACE:
+        i += 1
+    digits = text[i + (text[i:i + 1] in ("+", "-")):]
+    if digits and all(c in _DIGITS for c in digits):
+        ms = int(text[i:])
+        if -(1 << 63) <= ms < 1 << 63:
+            return ms
+    fields = []
+    i = 0
+    for width, after in ((4, "-"), (2, "-"), (2, "T"), (2, ":"), (2, ":"),
+                         (2, "")):
+        value, i = _scan_int(text, i, width)
+        if value is None:
+            raise bad
+        fields.append(value)
+        if after:
+            if text[i:i + 1] != after:
+                raise bad
+            i += 1
+    year, mon, day, hour, minute, sec = fields
+    frac = 0
+    if text[i:i + 1] == ".":
+        i += 1
+        start = i
+        while i < len(text) and text[i] in _DIGITS:
+            i += 1
+        frac = int((text[start:i] + "000")[:3])
+    rest = text[i:]
+    offset = 0
+    if rest[:1] in ("+", "-"):
+        o = rest[1:]
+        if not (len(o) == 5 and o[2] == ":" and all(
+                c in _DIGITS for c in o[:2] + o[3:])):
+            raise bad
+        hh, mm = int(o[:2]), int(o[3:])
+        if hh > 23 or mm > 59:
+            raise bad
+        offset = (hh * 60 + mm) * 60 * (-1 if rest[0] == "-" else 1)
+    elif rest not in ("Z", ""):
+        raise bad  # text after the time
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    mdays = [31, 29 if leap else 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+    # timegm would carry a field out of its range into the next one
+    if not (1 <= mon <= 12 and 1 <= day <= mdays[mon - 1] and
+            0 <= hour <= 23 and 0 <= minute <= 59 and 0 <= sec <= 59):
+        raise bad
+    t = (_days_from_civil(year, mon, day) * 86400 + hour * 3600 +
+         minute * 60 + sec)
+    return (t - offset) * 1000 + frac
 
 
 def _split_url(url: str) -> Tuple[str, str, str, str]:

@@ -376,6 +376,16 @@ def _env():
     ["match", "--now", "2024-13-01T10:00:00Z", "gw.json", "GET", "/z"],
     ["match", "--now", "2024-02-30T10:00:00Z", "gw.json", "GET", "/z"],
     ["match", "--now", "2024-05-01T10:00:00+01:00x", "gw.json", "GET", "/z"],
+    # --now in forms the C tool refuses, which Python's int() and
+    # datetime.fromisoformat accepted (and ran at that time)
+    *(["match", "--now", now, "gw.json", "GET", "/z"] for now in (
+        "1_714_557_600_000", "1714557600000 ", "\u0663", "2024-05-01",
+        "2024-05-01 10:00:00Z", "20240501T100000Z", "2024-05-01T10:00:00+0100",
+        "2024-05-01T10:00:00+01", "2024-05-01T10:00Z", "99999999999999999999",
+        # and forms both take, the same way
+        " 1714557600000", "+1714557600000", "-5", "2024-5-1T1:0:0Z",
+        "2024-05-01T10:00:00.1234567Z", "2024-05-01T10:00:00.5-02:30",
+        "2024-05-01T10:00:00")),
     ["match", "-H", "Content-Length: abc", "gw.json", "POST", "/upload"],
     ["match", "-H", "Content-Length: -5", "gw.json", "POST", "/upload"],
     ["match", "-H", "Content-Length: 12 ", "gw.json", "POST", "/upload"],

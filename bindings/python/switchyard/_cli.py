@@ -471,7 +471,8 @@ def _parse_request_args(cmd: str, argv: Sequence[str]) -> _RequestArgs:
             a.instances = argv[i]
         elif s == "--seed" and has_next:
             i += 1
-            if not argv[i].isdigit() or int(argv[i]) >= 1 << 64:
+            if not (argv[i].isascii() and argv[i].isdigit()) \
+                    or int(argv[i]) >= 1 << 64:
                 raise _Usage("--seed takes a non-negative integer")
             a.seed = int(argv[i])
         elif s.startswith("--"):

@@ -370,6 +370,10 @@ def _env():
     ["match", "--remote-addr", "1.2.3.4", "--remote-addr", "1.2.3.5",
      "gw.json", "GET", "/z"],
     ["match", "--seed", "1", "--seed", "2", "gw.json", "GET", "/z"],
+    # str.isdigit() took the Arabic-Indic 3 as seed 3 and let the
+    # superscript 2 through to int() (a traceback); the C tool refuses both
+    ["match", "--seed", "\u0663", "gw.json", "GET", "/z"],
+    ["match", "--seed", "\u00b2", "gw.json", "GET", "/z"],
     ["explain", "--now", "0", "--now", "1", "gw.json", "GET", "/z"],
     ["match", "--instances", "inst.json", "--instances", "inst.json",
      "gw.json", "GET", "/z"],

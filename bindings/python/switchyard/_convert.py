@@ -278,8 +278,23 @@ class CRequest:
                 self._set(hs[i].value, value, keep)
             r.headers = hs
             r.header_count = len(pairs)
+        # the library reads now_ms 0 as "not given" (the router's clock),
+        # a negative content_length as unknown and seed 0 as not pinned:
+        # values that would be read so are refused, not matched otherwise
         r.now_ms = now_ms(req.now)
-        r.seed = int(req.seed) & 0xFFFFFFFFFFFFFFFF
+        if req.now is not None and r.now_ms == 0:
+            raise _errors.InvalidArgumentError(
+                f"now {req.now!r}: epoch 0 reads as 'not given' (the "
+                "router's clock); pass None for that, or another time")
+        seed = int(req.seed)
+        if not 0 <= seed <= 0xFFFFFFFFFFFFFFFF:
+            raise _errors.InvalidArgumentError(
+                f"seed {req.seed!r}: must be 0 (not pinned) to 2**64-1")
+        r.seed = seed
+        if req.content_length is not None and int(req.content_length) < 0:
+            raise _errors.InvalidArgumentError(
+                f"content_length {req.content_length!r}: must be 0 or more "
+                "bytes (None: unknown)")
         r.content_length = -1 if req.content_length is None else int(
             req.content_length)
         self._set(r.principal, req.principal or "", keep)
@@ -305,7 +320,8 @@ def request_from_c(r: Any) -> Request:
         method=slice_text(r.method), path=slice_text(r.path),
         query=slice_text(r.query), headers=headers,
         host=slice_text(r.host), scheme=slice_text(r.scheme),
-        remote_addr=slice_text(r.remote_addr), now=int(r.now_ms),
+        remote_addr=slice_text(r.remote_addr),
+        now=int(r.now_ms) or None,
         seed=int(r.seed),
         content_length=None if r.content_length < 0 else int(r.content_length),
         principal=slice_text(r.principal) or None)

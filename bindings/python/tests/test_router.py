@@ -468,3 +468,26 @@ def test_router_and_snapshot_in_a_reference_cycle(gateway):
     r.cycle = holder
     del r, snap, holder
     assert gc.collect() >= 0  # freed in any order without crashing
+
+
+def test_request_numbers_the_library_would_read_otherwise_are_refused():
+    # accepted before and matched as another request: content_length=-5
+    # as unknown (RequestSize let it through), now=0 (1970-01-01, also as
+    # a datetime) as "not given" (the router's clock: today), seed=2**64
+    # as 0 (not pinned: the router's random draws)
+    from datetime import datetime, timezone
+    with sy.Router() as r:
+        r.add_source("s")
+        r.apply("s", doc(1, {"id": "a", "uri": "http://x",
+                             "predicates": ["Path=/a"]}))
+        for bad, name in ((dict(content_length=-5), "content_length"),
+                          (dict(content_length=-1), "content_length"),
+                          (dict(now=0), "now"),
+                          (dict(now=datetime(1970, 1, 1,
+                                             tzinfo=timezone.utc)), "now"),
+                          (dict(seed=2 ** 64), "seed"),
+                          (dict(seed=-1), "seed")):
+            with pytest.raises(sy.InvalidArgumentError, match=name):
+                r.match(url="/a", **bad)
+        assert r.match(url="/a", content_length=0, now=-1,
+                       seed=2 ** 64 - 1).route_id == "a"

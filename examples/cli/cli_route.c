@@ -524,6 +524,11 @@ static int build_request(const char *cmd, request_args *a, sy_request *req) {
     if (a->now && !parse_now(a->now, &req->now_ms))
         return usage_error(cmd, "--now takes ISO-8601 (2024-01-02T03:04:05Z) "
                                 "or epoch milliseconds");
+    /* the library reads now_ms 0 as not given: it would match at today */
+    if (a->now && req->now_ms == 0)
+        return usage_error(cmd, "--now 0 (1970-01-01T00:00:00Z) reads as not "
+                                "given (the time now): give another time, or "
+                                "no --now");
     for (size_t i = 0; i < a->header_count; i++)
         if (a->headers[i].name.len == 14 &&
             strncasecmp(a->headers[i].name.ptr, "content-length", 14) == 0) {

@@ -72,6 +72,8 @@ expect "--instances twice exits 2" 2 "--instances" -- match --instances "$r/inst
 expect "--now month 13 exits 2" 2 "--now" -- match --now 2024-13-02T03:04:05Z "$r/gateway.json" GET /
 expect "--now hour 99 exits 2" 2 "--now" -- match --now 2024-01-02T99:04:05Z "$r/gateway.json" GET /
 expect "--now text after Z exits 2" 2 "--now" -- match --now 2024-01-02T03:04:05Zjunk "$r/gateway.json" GET /
+expect "--now 0 (the library's not given) exits 2" 2 "--now 0 (1970-01-01T00:00:00Z)" -- match --now 0 "$r/gateway.json" GET /
+expect "--now epoch as ISO exits 2" 2 "--now 0 (1970-01-01T00:00:00Z)" -- explain --now 1970-01-01T00:00:00Z "$r/gateway.json" GET /
 expect "a Content-Length that is not a number exits 2" 2 "Content-Length" -- match -H 'Content-Length: abc' "$r/gateway.json" POST /
 expect "explain: --remote-addr twice exits 2" 2 "--remote-addr" -- explain --remote-addr 10.0.0.1 --remote-addr 10.0.0.2 "$r/gateway.json" GET /
 json "json: route, vars, path and headers" \

@@ -489,6 +489,8 @@ def _parse_request_args(cmd: str, argv: Sequence[str]) -> _RequestArgs:
 
 
 _C_SPACE = " \t\n\v\f\r"
+_NOW_ZERO = ("--now 0 (1970-01-01T00:00:00Z) reads as not given (the time "
+             "now): give another time, or no --now")
 _DIGITS = "0123456789"
 
 
@@ -523,6 +525,8 @@ def _parse_now(text: str) -> int:
     "5 ", 2024-01-02, a space for T or +0100."""
     bad = _Usage("--now takes ISO-8601 (2024-01-02T03:04:05Z) "
                  "or epoch milliseconds")
+    if text == "":
+        return 0  # strtoll: no digits, nothing left (refused as epoch 0)
     i = 0
     while i < len(text) and text[i] in _C_SPACE:
         i += 1
@@ -606,7 +610,9 @@ def _build_request(a: _RequestArgs) -> Request:
                 raise _Usage("a Content-Length header takes a number of "
                              "bytes")
             content_length = int(num)
-    now = _parse_now(a.now) if a.now else None
+    now = None if a.now is None else _parse_now(a.now)
+    if now == 0:
+        raise _Usage(_NOW_ZERO)
     return Request(method=a.method, scheme=scheme, host=host, path=path,
                    query=query, headers=tuple(headers),
                    remote_addr=a.remote_addr or "127.0.0.1", now=now,

@@ -197,9 +197,13 @@ def test_match_usage_errors(files):
     for argv in (["match", gw, "GET"], ["match", "--bogus", gw, "GET", "/"],
                  ["match", "-H", "nocolon", gw, "GET", "/"],
                  ["match", "--seed", "x", gw, "GET", "/"],
-                 ["match", "--now", "yesterday", gw, "GET", "/"]):
+                 ["match", "--now", "yesterday", gw, "GET", "/"],
+                 ["match", "--now", "0", gw, "GET", "/"],
+                 ["match", "--now", "1970-01-01T00:00:00Z", gw, "GET", "/"]):
         rc, _, err = run(*argv)
         assert rc == 2 and "usage: switchyard match" in err, argv
+    rc, _, err = run("match", "--now", "0", gw, "GET", "/")
+    assert "--now 0 (1970-01-01T00:00:00Z)" in err
     for argv in (["match", gw, "G ET", "/"], ["match", gw, "GET", "shop/x"],
                  ["match", gw, "GET", "http:///x"],
                  ["match", gw, "GET", "http://shop:99999/x"],
@@ -390,6 +394,9 @@ def _env():
         " 1714557600000", "+1714557600000", "-5", "2024-5-1T1:0:0Z",
         "2024-05-01T10:00:00.1234567Z", "2024-05-01T10:00:00.5-02:30",
         "2024-05-01T10:00:00")),
+    # epoch 0 is the library's "not given": both tools ran it at today
+    *(["match", "--now", now, "gw.json", "GET", "/z"] for now in (
+        "0", "-0", "", "1970-01-01T00:00:00Z", "1970-01-01T01:00:00+01:00")),
     ["match", "-H", "Content-Length: abc", "gw.json", "POST", "/upload"],
     ["match", "-H", "Content-Length: -5", "gw.json", "POST", "/upload"],
     ["match", "-H", "Content-Length: 12 ", "gw.json", "POST", "/upload"],

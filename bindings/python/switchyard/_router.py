@@ -110,9 +110,10 @@ class Router:
     document), ``limits``, ``strip_host_port``, ``default_filters`` (a list
     of filter entries or its JSON text), ``registry`` (host factories),
     ``history`` (documents kept per source for rollback, 0: 8),
-    ``max_retired`` and ``retired_warn_ms`` (retired snapshot cap and age
-    warning), and callbacks: ``on_event(report)`` after every publish,
-    ``on_retired_held(generation, age_ms)``, ``clock() -> epoch ms``,
+    ``max_retired`` (retired snapshot cap) and ``retired_warn_ms`` (the
+    age of a held retired snapshot that calls ``on_retired_held``: give
+    both or neither), and callbacks: ``on_event(report)`` after every
+    publish, ``on_retired_held(generation, age_ms)``, ``clock() -> epoch ms``,
     ``random() -> int``. Library logs go to ``logger`` (default: the
     "switchyard" logger). An exception raised by a callback is re-raised
     from the call that triggered it; when that call is a writer call that
@@ -158,6 +159,16 @@ class Router:
                                 None] = None,
                  host_runs: Union[str, Sequence[str], None] = None,
                  policy_slots: int = 0) -> None:
+        # the library checks held snapshots only when retired_warn_ms > 0
+        # and then calls on_retired_held: one without the other is unused
+        if on_retired_held is not None and not retired_warn_ms:
+            raise InvalidArgumentError(
+                "on_retired_held is never called without retired_warn_ms "
+                "(the age, > 0, of a held retired snapshot that calls it)")
+        if retired_warn_ms and on_retired_held is None:
+            raise InvalidArgumentError(
+                f"retired_warn_ms {retired_warn_ms!r} does nothing without "
+                "on_retired_held (the callback it triggers)")
         callbacks = cb.RouterCallbacks(on_event, on_retired_held, clock,
                                        random, logger or cb.logger)
         callbacks.route_attach = route_attach

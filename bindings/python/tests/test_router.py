@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import json
 import logging
+import time
 
 import pytest
 
@@ -491,3 +492,23 @@ def test_request_numbers_the_library_would_read_otherwise_are_refused():
                 r.match(url="/a", **bad)
         assert r.match(url="/a", content_length=0, now=-1,
                        seed=2 ** 64 - 1).route_id == "a"
+
+
+def test_on_retired_held_and_retired_warn_ms_go_together():
+    # accepted and never used before: the library checks held snapshots
+    # only when retired_warn_ms > 0, and calls nothing without the callback
+    with pytest.raises(sy.InvalidArgumentError, match="retired_warn_ms"):
+        sy.Router(on_retired_held=lambda gen, age: None)
+    with pytest.raises(sy.InvalidArgumentError, match="on_retired_held"):
+        sy.Router(retired_warn_ms=1000)
+    calls = []
+    with sy.Router(on_retired_held=lambda gen, age: calls.append((gen, age)),
+                   retired_warn_ms=1) as r:
+        r.add_source("s")
+        r.apply("s", doc(1, route("a", "/a")))
+        snap = r.acquire()
+        r.apply("s", doc(2, route("a", "/b")))
+        time.sleep(0.02)
+        r.reclaim()
+        snap.release()
+    assert calls and calls[0][0] == 1 and calls[0][1] >= 1

@@ -42,9 +42,11 @@ class BreakerPermit:
     (sy_breaker_permit). Call :meth:`record` with the outcome of every
     permitted call while the snapshot is held."""
 
-    def __init__(self, c: Any, snapshot: Any) -> None:
+    def __init__(self, c: Any, snapshot: Any,
+                 clock: Optional[Callable[[], int]] = None) -> None:
         self._c = c
         self._snapshot = snapshot
+        self._clock = clock
         self.breaker = bool(c.breaker)
         self.permitted = bool(c.permitted)
         self.state = _STATES[int(c.state)]
@@ -58,8 +60,11 @@ class BreakerPermit:
         """Report the call: "fallback" when it counts as a failure (go to
         the fallback or answer the error), "resume" for a connect failure
         under resumeWithoutError without a fallbackUri (answer an empty
-        200, as SCG), else "pass"."""
+        200, as SCG), else "pass". ``now_ms`` 0: the router's clock, as
+        for :meth:`Match.breaker` (the C call would read real time)."""
         self._snapshot._p()  # ClosedError once released
+        if not now_ms and self._clock is not None:
+            now_ms = int(self._clock())
         v = lib.sy_breaker_record(self._c, int(Outcome.of(outcome)),
                                   int(status), int(duration_ms), int(now_ms))
         return ("pass", "fallback", "resume")[int(v)]
@@ -143,7 +148,8 @@ def run(match: Match, kind: str, now_ms: int,
             p = ffi.new("sy_breaker_permit *")
             err = new_error()
             check(lib.sy_match_breaker_acquire(m, int(now_ms), p, err), err)
-            return BreakerPermit(p, snap)
+            return BreakerPermit(p, snap, getattr(snap._owner, "clock",
+                                                  None))
         return with_c_match(match, acquire)
     p = with_c_match(match, lib.sy_match_retry_policy)
     return None if p == ffi.NULL else RetryPolicy(p, snap)

@@ -60,6 +60,9 @@ class _Owner:
     def __init__(self, ptr: Any, keep: List[Any]) -> None:
         self.ptr = ptr
         self.keep = keep  # handles, registry: must outlive the C router
+        # the router's clock callback, for calls whose C now_ms 0 means
+        # real time (BreakerPermit.record) rather than this clock
+        self.clock: Optional[Callable[[], int]] = None
         self.refs = 1
         self.closed = False
         self.lock = threading.Lock()
@@ -220,6 +223,7 @@ class Router:
             check(lib.sy_router_new(o, out, err), err)
         self._callbacks = callbacks
         self._owner = _Owner(out[0], keep)
+        self._owner.clock = clock
         self._finalizer = weakref.finalize(self, self._owner.close)
         self._loaders: dict[str, Any] = {}
 

@@ -105,6 +105,32 @@ def test_a_breaker_opens_and_its_state_is_visible():
     assert r.policy_stats()["breaker_opened"] == 1
 
 
+def test_record_without_now_runs_on_the_routers_clock():
+    # accepted and run on another clock before: m.breaker() read the
+    # router's clock, permit.record() without now_ms real time (the C
+    # call's 0), so a breaker opened at today's date and, on a clock
+    # driven by a test, never half-opened
+    now = [T0]
+    r = sy.Router(clock=lambda: now[0])
+    r.add_source("s")
+    r.apply("s", [{"id": "cb", "uri": "http://b", "filters": [
+        {"name": "CircuitBreaker", "args": {
+            "name": "clocked", "slidingWindowSize": 2,
+            "minimumNumberOfCalls": 2, "waitDurationInOpenState": "10s"}}]}])
+    with r.acquire() as snap:
+        m = snap.match(path="/x")
+        for _ in range(2):
+            p = m.breaker()
+            assert p.permitted
+            assert p.record("connect_failure", 0, 3) == "fallback"
+        info = r.breaker("clocked")
+        assert info.state == "open" and info.state_since_ms == T0
+        now[0] += 9_999
+        assert not m.breaker().permitted
+        now[0] += 1
+        assert m.breaker().state == "half_open"
+
+
 def test_resume_without_error_and_no_fallback_is_resume():
     """SCG without a fallbackUri, resumeWithoutError: a connect failure is
     an empty 200 ("resume"), a listed status passes, a timeout is still

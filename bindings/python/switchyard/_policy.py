@@ -8,6 +8,7 @@ Reached through :meth:`Match.ratelimit`, :meth:`Match.breaker`,
 """
 from __future__ import annotations
 
+import random as _random
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
@@ -78,9 +79,11 @@ class RetryPolicy:
     """A route's compiled Retry (sy_retry_policy), valid while the
     snapshot it came from is held."""
 
-    def __init__(self, p: Any, snapshot: Any) -> None:
+    def __init__(self, p: Any, snapshot: Any,
+                 random: Optional[Callable[[], int]] = None) -> None:
         self._p = p
         self._snapshot = snapshot
+        self._random = random
         i = ffi.new("sy_retry_info *")
         lib.sy_retry_policy_info(p, i)
         self.retries = int(i.retries)
@@ -93,10 +96,16 @@ class RetryPolicy:
 
     def next(self, retries_done: int, method: str = "GET",
              outcome: Union[Outcome, str, int] = "success", status: int = 0,
-             elapsed_ms: int = 0, random: int = 0) -> Optional[int]:
+             elapsed_ms: int = 0,
+             random: Optional[int] = None) -> Optional[int]:
         """The delay in ms before the next attempt, or None for no retry
-        (sy_retry_next)."""
+        (sy_retry_next). ``random`` (any 64-bit number) draws the jitter;
+        None: the router's random callback, else a fresh random number
+        (the C call's 0 would draw the same delay every time)."""
         self._snapshot._p()
+        if random is None:
+            random = (self._random() if self._random is not None
+                      else _random.getrandbits(64))
         m = cstr(method)
         ms = ffi.new("sy_str *", (ffi.from_buffer("char[]", m), len(m)))
         d = ffi.new("uint32_t *")
@@ -152,7 +161,8 @@ def run(match: Match, kind: str, now_ms: int,
                                                   None))
         return with_c_match(match, acquire)
     p = with_c_match(match, lib.sy_match_retry_policy)
-    return None if p == ffi.NULL else RetryPolicy(p, snap)
+    return None if p == ffi.NULL else RetryPolicy(
+        p, snap, getattr(snap._owner, "random", None))
 
 
 def store_stats(store: Any) -> Dict[str, int]:

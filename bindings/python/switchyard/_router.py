@@ -63,6 +63,8 @@ class _Owner:
         # the router's clock callback, for calls whose C now_ms 0 means
         # real time (BreakerPermit.record) rather than this clock
         self.clock: Optional[Callable[[], int]] = None
+        # and its random callback, for RetryPolicy.next's jitter draws
+        self.random: Optional[Callable[[], int]] = None
         self.refs = 1
         self.closed = False
         self.lock = threading.Lock()
@@ -224,6 +226,7 @@ class Router:
         self._callbacks = callbacks
         self._owner = _Owner(out[0], keep)
         self._owner.clock = clock
+        self._owner.random = random
         self._finalizer = weakref.finalize(self, self._owner.close)
         self._loaders: dict[str, Any] = {}
 

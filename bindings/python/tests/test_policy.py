@@ -165,6 +165,35 @@ def test_retry_policy_answers_retry_and_backoff():
         assert snap.match(path="/x").retry_policy() is None
 
 
+def test_retry_jitter_is_drawn_when_no_random_is_given():
+    # accepted and not used before: next() without random passed 0 to
+    # sy_retry_next, so a jitter.randomFactor of 0.5 drew the same delay
+    # (the low end, 50 ms for 100 ms) on every call: no jitter at all
+    jittered = [{"id": "r", "uri": "http://b", "filters": [
+        {"name": "Retry", "args": {
+            "retries": 3, "statuses": "BAD_GATEWAY",
+            "backoff.firstBackoff": "100ms", "backoff.maxBackoff": "1s",
+            "backoff.factor": 2, "jitter.randomFactor": "0.5"}}]}]
+    r = sy.Router()
+    r.add_source("s")
+    r.apply("s", jittered)
+    with r.acquire() as snap:
+        p = snap.match(path="/x").retry_policy()
+        assert p.jitter == 0.5
+        second = {p.next(1, "GET", "5xx", 502) for _ in range(64)}
+        assert len(second) > 8 and min(second) >= 100 and max(second) <= 300
+        # an explicit random is used as given
+        assert p.next(1, "GET", "5xx", 502, random=0) == 100
+    # the router's random callback, when it has one, draws it
+    r = sy.Router(random=lambda: 7)
+    r.add_source("s")
+    r.apply("s", jittered)
+    with r.acquire() as snap:
+        p = snap.match(path="/x").retry_policy()
+        assert {p.next(1, "GET", "5xx", 502) for _ in range(8)} == {
+            p.next(1, "GET", "5xx", 502, random=7)}
+
+
 def test_a_host_refuses_what_it_does_not_run():
     assert "CircuitBreaker" in sy.host_runs_all()
     assert sy.host_profile("nginx")[0] == "host=nginx"

@@ -9,6 +9,7 @@ Python call that triggered it re-raises it.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -27,6 +28,7 @@ SY_ENOTFOUND = -15
 SY_ECALLBACK = -19
 SY_EARG = -10
 INT64_MAX = 0x7FFFFFFFFFFFFFFF
+_GENKEY = re.compile(r"_genkey_[0-9]+")
 
 
 class RouterCallbacks:
@@ -266,10 +268,24 @@ def _args(args: Any, n: int) -> List[Tuple[str, str]]:
     return [(text(args[i].key), text(args[i].value)) for i in range(n)]
 
 
+def _too_many(name: str, fields: Tuple[str, ...],
+              args: List[Tuple[str, str]]) -> Optional[str]:
+    """A shortcut with more values than the factory declared fields: the
+    library hands the extra values over as _genkey_N (a built-in refuses
+    them); refused the built-ins' way when the factory declared fields."""
+    if not fields or not any(_GENKEY.fullmatch(k) for k, _ in args):
+        return None
+    return (f"{name}: too many arguments (takes at most {len(fields)}: "
+            f"{', '.join(fields)})")
+
+
 class PredicateFactory:
     def __init__(self, compile: Callable[[List[Tuple[str, str]]],
-                                         Callable[[Any], bool]]) -> None:
+                                         Callable[[Any], bool]],
+                 fields: Tuple[str, ...] = (), name: str = "") -> None:
         self.compile = compile
+        self.name = name
+        self.fields = fields  # declared, DEFAULT type: the most it takes
         self.states: Dict[int, Any] = {}
         self.lock = threading.Lock()
 
@@ -283,8 +299,11 @@ class _PredicateState:
 
 class FilterFactory:
     def __init__(self, validate: Optional[Callable[[List[Tuple[str, str]]],
-                                                   None]]) -> None:
+                                                   None]],
+                 fields: Tuple[str, ...] = (), name: str = "") -> None:
         self.validate = validate
+        self.name = name
+        self.fields = fields
 
 
 @ffi.def_extern()
@@ -292,8 +311,13 @@ def _sy_py_pred_compile(data: Any, args: Any, n: int, state: Any,
                         err: Any) -> int:
     try:
         factory: PredicateFactory = ffi.from_handle(data)
+        pairs = _args(args, n)
+        why = _too_many(factory.name, factory.fields, pairs)
+        if why:
+            set_error(err, why)
+            return SY_EARG
         try:
-            test = factory.compile(_args(args, n))
+            test = factory.compile(pairs)
         except ValueError as exc:  # invalid args: a document error
             set_error(err, str(exc) or type(exc).__name__)
             return SY_EARG
@@ -358,10 +382,15 @@ def _sy_py_pred_free(data: Any, state: Any) -> None:
 def _sy_py_filter_validate(data: Any, args: Any, n: int, err: Any) -> int:
     try:
         factory: FilterFactory = ffi.from_handle(data)
+        pairs = _args(args, n)
+        why = _too_many(factory.name, factory.fields, pairs)
+        if why:
+            set_error(err, why)
+            return SY_EARG
         if factory.validate is None:
             return 0
         try:
-            factory.validate(_args(args, n))
+            factory.validate(pairs)
         except ValueError as exc:
             set_error(err, str(exc) or type(exc).__name__)
             return SY_EARG

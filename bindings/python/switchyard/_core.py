@@ -77,6 +77,12 @@ class Registry:
                 f"shortcut_type {value!r}: must be a ShortcutType (DEFAULT, "
                 "GATHER_LIST, GATHER_LIST_TAIL_FLAG) or its name") from None
 
+    @staticmethod
+    def _bounded(fields: Sequence[str], stype: int) -> Tuple[str, ...]:
+        """The fields a DEFAULT shortcut fills, one value each: more values
+        are refused (a gathered type takes any number)."""
+        return tuple(fields) if stype == ShortcutType.DEFAULT else ()
+
     def _check_open(self) -> None:
         if self._frozen:
             raise ClosedError("registry is in use by a document or router; "
@@ -90,11 +96,12 @@ class Registry:
                       ) -> None:
         """Register a predicate factory under ``name``."""
         self._check_open()
-        factory = cb.PredicateFactory(compile)
-        handle = ffi.new_handle(factory)
         f = ffi.new("sy_predicate_factory *")
         f.shortcut_type = self._shortcut_type(shortcut_type)
         f.shortcut_fields = self._fields(shortcut_fields)
+        factory = cb.PredicateFactory(compile, self._bounded(
+            shortcut_fields, f.shortcut_type), name)
+        handle = ffi.new_handle(factory)
         f.compile = lib._sy_py_pred_compile
         f.test = lib._sy_py_pred_test
         f.free = lib._sy_py_pred_free
@@ -114,11 +121,12 @@ class Registry:
         """Register a host-run filter under ``name``; ``validate(args)``
         raising ValueError rejects the route."""
         self._check_open()
-        factory = cb.FilterFactory(validate)
-        handle = ffi.new_handle(factory)
         f = ffi.new("sy_filter_factory *")
         f.shortcut_type = self._shortcut_type(shortcut_type)
         f.shortcut_fields = self._fields(shortcut_fields)
+        factory = cb.FilterFactory(validate, self._bounded(
+            shortcut_fields, f.shortcut_type), name)
+        handle = ffi.new_handle(factory)
         f.validate = lib._sy_py_filter_validate
         f.data = handle
         err = new_error()

@@ -160,3 +160,33 @@ def test_shortcut_type_and_fields_are_checked(add):
     getattr(reg, add)("Tenant", factory, shortcut_fields=("tenant",),
                       shortcut_type="gather_list")
     assert reg.names == ["Tenant"]
+
+
+def test_more_shortcut_values_than_declared_fields_are_refused():
+    # accepted and dropped before: "Tenant=acme,beta" compiled with
+    # [("tenant", "acme"), ("_genkey_1", "beta")], and a compile reading
+    # dict(args)["tenant"] (as docs/python.md's) matched acme alone; a
+    # filter got the extra value in Match.host_filters. Built-ins refuse
+    # it ("too many arguments"); so do factories that declare their fields
+    reg = make_registry()
+    with pytest.raises(sy.ValidationError,
+                       match=r"Tenant: too many arguments \(takes at most 1: "
+                             r"tenant\)") as e:
+        sy.parse([{"id": "a", "uri": "http://x",
+                   "predicates": ["Tenant=acme,beta"]}], registry=reg)
+    assert e.value.path.endswith("predicates[0].args")
+    with pytest.raises(sy.ValidationError,
+                       match=r"Audit: too many arguments \(takes at most 1: "
+                             r"level\)"):
+        sy.parse([{"id": "a", "uri": "http://x", "predicates": ["Path=/"],
+                   "filters": ["Audit=high,low"]}], registry=reg)
+    # as many as declared, and factories that declare none, take them all
+    free = sy.Registry()
+    got = []
+    free.add_predicate("Any", lambda args: got.append(args) or (lambda r: True))
+    sy.parse([{"id": "a", "uri": "http://x", "predicates": ["Any=a,b"]}],
+             registry=free)
+    assert got == [[("_genkey_0", "a"), ("_genkey_1", "b")]]
+    d = sy.parse([{"id": "a", "uri": "http://x", "predicates": ["Tenant=acme"],
+                   "filters": ["Audit=high"]}], registry=reg)
+    assert len(d) == 1

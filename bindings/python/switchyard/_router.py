@@ -315,13 +315,15 @@ class Router:
     def enable(self, route_id: str) -> None:
         self.set_enabled(route_id, True)
 
-    def rollback(self, source: str, version: str) -> Report:
-        """Re-apply an earlier applied version of a source."""
+    def rollback(self, source: str, version: Optional[str] = None
+                 ) -> Report:
+        """Re-apply an earlier applied version of a source (None: the
+        document before the current one, as :meth:`ChangeSet.rollback`)."""
         out = ffi.new("sy_report **")
         err = new_error()
+        v = ffi.NULL if version is None else cstr(str(version))
         with self._owner.use() as p, trap() as t:
-            rc = lib.sy_router_rollback(p, cstr(source), cstr(str(version)),
-                                        out, err)
+            rc = lib.sy_router_rollback(p, cstr(source), v, out, err)
             report = take_report(out)
             t.published(rc, report)
             check(rc, err, report)

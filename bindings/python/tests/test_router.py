@@ -114,6 +114,13 @@ def test_rollback_restores_an_earlier_version():
         assert r.match(url="/one").route_id == "a"
         with pytest.raises(sy.NotFoundError):
             r.rollback("s", "42")
+        # None: the document before the current one, as ChangeSet.rollback
+        # (it looked up a version named 'None' before)
+        r.apply("s", doc(3, route("a", "/three")))
+        assert r.rollback("s", None).version == "1"
+        assert r.match(url="/one").route_id == "a"
+        r.apply("s", doc(4, route("a", "/four")))
+        assert r.rollback("s").version == "1"
 
 
 def test_instances_set_update_and_select(router):

@@ -295,8 +295,11 @@ static int parse_request_args(const char *cmd, int argc, char **argv,
             seed_given = true;
             char *end;
             errno = 0;
-            a->seed = strtoull(argv[++i], &end, 10);
-            if (errno || *end)
+            const char *v = argv[++i];
+            a->seed = strtoull(v, &end, 10);
+            /* digits only: strtoull takes "" as 0, and " 5", "+5" and "-1"
+             * (which it wraps to 2^64-1) */
+            if (errno || *end || !isdigit((unsigned char)v[0]))
                 return usage_error(cmd, "--seed takes a non-negative integer");
         } else if (s[0] == '-' && s[1] == '-') {
             return usage_error(cmd, "unknown option or missing value");

@@ -60,6 +60,9 @@ expect "disabled route is never chosen" 0 "route:    fallback" \
 expect "no route exits 1" 1 "no route matches" -- match "$root/tests/data/github-api-routes.json" GET /nothing/here
 expect "missing file exits 2" 2 "cannot read" -- match /nonexistent.json GET /
 expect "bad --seed exits 2" 2 "--seed" -- match --seed x "$r/gateway.json" GET /
+expect "--seed -1 exits 2" 2 "--seed" -- match --seed -1 "$r/gateway.json" GET /
+expect "--seed '' exits 2" 2 "--seed" -- match --seed '' "$r/gateway.json" GET /
+expect "--seed ' 5' exits 2" 2 "--seed" -- match --seed ' 5' "$r/gateway.json" GET /
 # every value given is used or refused naming its flag: these were taken
 # and answered as if not given (or given otherwise)
 expect "--remote-addr not an IP exits 2" 2 "--remote-addr" -- match --remote-addr notanip "$r/gateway.json" GET /

@@ -378,6 +378,9 @@ def _env():
     # superscript 2 through to int() (a traceback); the C tool refuses both
     ["match", "--seed", "\u0663", "gw.json", "GET", "/z"],
     ["match", "--seed", "\u00b2", "gw.json", "GET", "/z"],
+    # and what the C tool's strtoull took: "" as 0, -1 as 2**64-1
+    *(["match", "--seed", seed, "gw.json", "GET", "/z"]
+      for seed in ("", "-1", " 5", "+5")),
     ["explain", "--now", "0", "--now", "1", "gw.json", "GET", "/z"],
     ["match", "--instances", "inst.json", "--instances", "inst.json",
      "gw.json", "GET", "/z"],

@@ -301,6 +301,10 @@ static int parse_request_args(const char *cmd, int argc, char **argv,
              * (which it wraps to 2^64-1) */
             if (errno || *end || !isdigit((unsigned char)v[0]))
                 return usage_error(cmd, "--seed takes a non-negative integer");
+            /* the library reads seed 0 as not given */
+            if (a->seed == 0)
+                return usage_error(cmd, "--seed 0 reads as no seed (the draws "
+                                        "are random): give 1 or more");
         } else if (s[0] == '-' && s[1] == '-') {
             return usage_error(cmd, "unknown option or missing value");
         } else if (npos < MAX_FILES + 2) {

@@ -61,6 +61,7 @@ expect "no route exits 1" 1 "no route matches" -- match "$root/tests/data/github
 expect "missing file exits 2" 2 "cannot read" -- match /nonexistent.json GET /
 expect "bad --seed exits 2" 2 "--seed" -- match --seed x "$r/gateway.json" GET /
 expect "--seed -1 exits 2" 2 "--seed" -- match --seed -1 "$r/gateway.json" GET /
+expect "--seed 0 (no seed) exits 2" 2 "--seed 0 reads as no seed" -- match --seed 0 "$r/gateway.json" GET /
 expect "--seed '' exits 2" 2 "--seed" -- match --seed '' "$r/gateway.json" GET /
 expect "--seed ' 5' exits 2" 2 "--seed" -- match --seed ' 5' "$r/gateway.json" GET /
 # every value given is used or refused naming its flag: these were taken

@@ -475,6 +475,8 @@ def _parse_request_args(cmd: str, argv: Sequence[str]) -> _RequestArgs:
                     or int(argv[i]) >= 1 << 64:
                 raise _Usage("--seed takes a non-negative integer")
             a.seed = int(argv[i])
+            if a.seed == 0:  # the library reads seed 0 as not given
+                raise _Usage("--seed 0 reads as no seed (the draws are random): give 1 or more")
         elif s.startswith("--"):
             raise _Usage("unknown option or missing value")
         else:

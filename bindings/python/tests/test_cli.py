@@ -204,6 +204,8 @@ def test_match_usage_errors(files):
         assert rc == 2 and "usage: switchyard match" in err, argv
     rc, _, err = run("match", "--now", "0", gw, "GET", "/")
     assert "--now 0 (1970-01-01T00:00:00Z)" in err
+    rc, _, err = run("match", "--seed", "0", gw, "GET", "/")
+    assert rc == 2 and "--seed 0 reads as no seed" in err
     for argv in (["match", gw, "G ET", "/"], ["match", gw, "GET", "shop/x"],
                  ["match", gw, "GET", "http:///x"],
                  ["match", gw, "GET", "http://shop:99999/x"],
@@ -380,7 +382,7 @@ def _env():
     ["match", "--seed", "\u00b2", "gw.json", "GET", "/z"],
     # and what the C tool's strtoull took: "" as 0, -1 as 2**64-1
     *(["match", "--seed", seed, "gw.json", "GET", "/z"]
-      for seed in ("", "-1", " 5", "+5")),
+      for seed in ("", "-1", " 5", "+5", "0", "00")),
     ["explain", "--now", "0", "--now", "1", "gw.json", "GET", "/z"],
     ["match", "--instances", "inst.json", "--instances", "inst.json",
      "gw.json", "GET", "/z"],

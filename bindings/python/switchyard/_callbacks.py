@@ -351,11 +351,18 @@ def _sy_py_key_resolve(data: Any, req: Any, route: Any, buf: Any, cap: int,
     """A key resolver registered from Python: fn(request, route) -> key
     (str or bytes; None or "" for no key)."""
     try:
-        fn = ffi.from_handle(data)
+        name, fn = ffi.from_handle(data)
         key = fn(request_from_c(req), route_from_c(route))
         raw = b"" if key is None else (key if isinstance(key, bytes)
                                        else str(key).encode(ENC))
-        n = min(len(raw), int(cap))
+        if len(raw) > int(cap):
+            # cut, two clients whose keys share the first cap bytes would
+            # share one bucket
+            raise InvalidArgumentError(
+                f"key resolver {name!r} returned a "
+                f"key of {len(raw)} bytes: at most {int(cap)} fit (hash a "
+                "longer key)")
+        n = len(raw)
         ffi.memmove(buf, raw, n)
         length[0] = n
         return 0

@@ -142,7 +142,7 @@ class Registry:
         route)`` runs per request on the matching thread and returns the
         key (None or "" for no key: deny-empty-key decides)."""
         self._check_open()
-        handle = ffi.new_handle(resolve)
+        handle = ffi.new_handle((name, resolve))
         kr = ffi.new("sy_key_resolver *")
         kr.resolve = lib._sy_py_key_resolve
         kr.data = handle

@@ -65,6 +65,25 @@ def test_key_resolvers_registered_from_python_key_the_buckets():
     assert seen and set(seen) == {"rl"}
 
 
+def test_a_key_past_the_key_limit_is_raised_not_cut():
+    # accepted and cut before: a resolver's key was cut to 255 bytes
+    # (the cap the library passes, SY_POLICY_KEY_MAX less its NUL), so two clients whose keys share those bytes
+    # shared one bucket: the second was limited by the first's requests
+    reg = sy.Registry()
+    reg.add_key_resolver("longKeyResolver", lambda req, route: "k" * 255 + {
+        k.lower(): v for k, v in req.headers}.get("x-client", ""))
+    r = limited_router({"redis-rate-limiter.replenishRate": "1",
+                        "key-resolver": "#{@longKeyResolver}"},
+                       registry=reg)
+    with r.acquire() as snap:
+        assert snap.match(path="/rl/x").ratelimit(T0).key == "k" * 255
+        with pytest.raises(sy.InvalidArgumentError,
+                           match="longKeyResolver.*256 bytes.*255"):
+            snap.match(path="/rl/x", headers={"X-Client": "a"}).ratelimit(T0)
+        with pytest.raises(sy.InvalidArgumentError, match="longKeyResolver"):
+            snap.match(path="/rl/x", headers={"X-Client": "b"}).ratelimit(T0)
+
+
 def test_an_unregistered_resolver_is_refused_at_its_path():
     with pytest.raises(sy.ValidationError) as e:
         limited_router({"redis-rate-limiter.replenishRate": "1",

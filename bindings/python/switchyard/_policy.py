@@ -48,6 +48,7 @@ class BreakerPermit:
         self._c = c
         self._snapshot = snapshot
         self._clock = clock
+        self._recorded = False
         self.breaker = bool(c.breaker)
         self.permitted = bool(c.permitted)
         self.state = _STATES[int(c.state)]
@@ -64,8 +65,14 @@ class BreakerPermit:
         200, as SCG), else "pass". ``now_ms`` 0: the router's clock, as
         for :meth:`Match.breaker` (the C call would read real time)."""
         self._snapshot._p()  # ClosedError once released
+        # the library would count a second record of one call as another
+        if self._recorded:
+            raise InvalidArgumentError(
+                "this permit is already recorded: record() once per call, "
+                "and ask breaker() again for the next one")
         if not now_ms and self._clock is not None:
             now_ms = int(self._clock())
+        self._recorded = True
         v = lib.sy_breaker_record(self._c, int(Outcome.of(outcome)),
                                   int(status), int(duration_ms), int(now_ms))
         return ("pass", "fallback", "resume")[int(v)]

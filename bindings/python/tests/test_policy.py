@@ -150,6 +150,25 @@ def test_record_without_now_runs_on_the_routers_clock():
         assert m.breaker().state == "half_open"
 
 
+def test_a_permit_is_recorded_once():
+    # accepted and counted again before: a second record() of one permit
+    # counted a second call in the window (two failures of one call could
+    # open the breaker)
+    r = sy.Router()
+    r.add_source("s")
+    r.apply("s", [{"id": "cb", "uri": "http://b", "filters": [
+        {"name": "CircuitBreaker", "args": {
+            "name": "once", "slidingWindowSize": 2,
+            "minimumNumberOfCalls": 2}}]}])
+    with r.acquire() as snap:
+        p = snap.match(path="/x").breaker(T0)
+        assert p.record("connect_failure", 0, 3, T0) == "fallback"
+        with pytest.raises(sy.InvalidArgumentError, match="recorded"):
+            p.record("connect_failure", 0, 3, T0)
+    info = r.breaker("once")
+    assert info.calls == 1 and info.state == "closed"
+
+
 def test_resume_without_error_and_no_fallback_is_resume():
     """SCG without a fallbackUri, resumeWithoutError: a connect failure is
     an empty 200 ("resume"), a listed status passes, a timeout is still

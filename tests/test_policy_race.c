@@ -269,6 +269,11 @@ typedef struct flip {
     int id;
     _Atomic int *bad;
     _Atomic bool *go;
+    /* the calls' clock, one for all threads (a ms a call): with a clock of
+     * each thread's own, a thread far ahead opened the breaker at a time
+     * the others reached only after as many calls of their own, and on a
+     * loaded machine the cycles came so slowly that 60 s gave 38 */
+    _Atomic int64_t *clock;
 } flip;
 
 static void *flip_breaker(void *arg) {
@@ -297,7 +302,7 @@ static void *flip_breaker(void *arg) {
         sy_snapshot *s = sy_router_acquire(x->r);
         sy_match *m;
         ck_assert_int_eq(sy_snapshot_match(s, ctx, &req, &m), 0);
-        int64_t now = T0 + i;
+        int64_t now = T0 + atomic_fetch_add(x->clock, 1);
         sy_breaker_permit p;
         sy_match_breaker_acquire(m, now, &p, NULL);
         if (p.permitted) {
@@ -329,10 +334,11 @@ START_TEST(a_cycling_breaker_counts_stay_within_its_window) {
         "\"permittedNumberOfCallsInHalfOpenState\":1}}]}]");
     _Atomic int bad = 0;
     _Atomic bool go = false;
+    _Atomic int64_t clock = 0;
     flip f[THREADS];
     pthread_t t[THREADS];
     for (int i = 0; i < THREADS; i++) {
-        f[i] = (flip){.r = r, .id = i, .bad = &bad, .go = &go};
+        f[i] = (flip){.r = r, .id = i, .bad = &bad, .go = &go, .clock = &clock};
         pthread_create(&t[i], NULL, flip_breaker, &f[i]);
     }
     atomic_store(&go, true);

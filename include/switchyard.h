@@ -259,9 +259,10 @@ struct sy_route;
  * A key resolver the host registers by bean name, for RequestRateLimiter's
  * `"key-resolver": "#{@name}"` (docs/policies.md). `resolve` runs per
  * request on any reader thread, concurrently, and must not block or
- * allocate: it writes the key into buf (cap bytes, SY_POLICY_KEY_MAX) and
- * sets *len; *len == 0 means "no key" (deny-empty-key decides). A negative
- * return is treated as no key. `route` is the matched route.
+ * allocate: it writes the key into buf (cap bytes, SY_KEY_RESOLVER_CAP) and
+ * sets *len (a key longer than cap is cut there); *len == 0 means "no key"
+ * (deny-empty-key decides). A negative return is treated as no key. `route` is
+ * the matched route.
  */
 typedef struct sy_key_resolver {
     int (*resolve)(void *data, const sy_request *req,
@@ -1245,8 +1246,13 @@ SY_API long sy_report_failed_change(const sy_report *rep);
  */
 typedef struct sy_policy_store sy_policy_store;
 
-/* Most bytes of a resolved rate-limit key (longer keys are cut). */
+/* Bytes of sy_ratelimit.key and sy_redis_call.key, NUL included. A key of
+ * up to 255 bytes is held whole; a longer one (every byte of which keys its
+ * bucket) is held as its first 238 bytes, "~" and 16 hex digits of a hash
+ * of the whole key, which the Redis key names hold too (docs/policies.md). */
 #define SY_POLICY_KEY_MAX 256
+/* Bytes a registered key resolver may write (sy_key_resolver). */
+#define SY_KEY_RESOLVER_CAP 4096
 /* Most calls in a breaker's sliding window (slidingWindowSize). */
 #define SY_BREAKER_WINDOW_MAX 1024
 
@@ -1330,7 +1336,9 @@ typedef struct sy_ratelimit {
     uint32_t burst_capacity;   /* X-RateLimit-Burst-Capacity */
     uint32_t requested_tokens; /* X-RateLimit-Requested-Tokens */
     size_t key_len;
-    char key[256]; /* the resolved key (SY_POLICY_KEY_MAX), NUL-ended */
+    char key[256]; /* the resolved key, NUL-ended: whole up to 255 bytes,
+                      else its first 238, "~" and 16 hex digits of its
+                      hash (SY_POLICY_KEY_MAX) */
 } sy_ratelimit;
 
 /* The number of RequestRateLimiter filters of a match (default filters
@@ -1378,14 +1386,15 @@ typedef struct sy_redis_call {
                     (an empty key, a store-less router, ...) */
     sy_ratelimit decided;
     /* KEYS[1], KEYS[2]: request_rate_limiter.{ROUTE_ID.KEY}.tokens and
-     * .timestamp (route ids past 300 bytes are cut) */
+     * .timestamp, KEY the text of `key` (SCG's names for keys up to 255
+     * bytes; route ids past 300 bytes are cut) */
     char tokens_key[576];
     char timestamp_key[576];
     char rate[16], capacity[16], requested[16]; /* ARGV 1, 2, 4; ARGV 3 "" */
     int status;                                 /* status-code */
     uint32_t replenish_rate, burst_capacity, requested_tokens;
     size_t key_len;
-    char key[256]; /* the resolved key, NUL-ended */
+    char key[256]; /* the resolved key, NUL-ended, as sy_ratelimit.key */
 } sy_redis_call;
 /* Prepare the Redis call of limiter i (< sy_match_ratelimit_count):
  * resolves the key. Same rules as sy_match_ratelimit. */

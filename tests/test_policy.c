@@ -246,6 +246,118 @@ START_TEST(each_key_has_its_own_bucket) {
 }
 END_TEST
 
+/* Keys past the 255 bytes sy_ratelimit.key holds: each whole key has its
+ * own bucket (cut to 255 bytes before, two keys sharing those bytes shared
+ * one), locally and in Redis, where the key text is the first 238 bytes,
+ * "~" and the 16 hex digits of the whole key's hash; keys of 255 bytes or
+ * less keep SCG's key names. */
+static int long_resolver(void *data, const sy_request *req,
+                         const struct sy_route *route, char *buf, size_t cap,
+                         size_t *len) {
+    (void)route;
+    size_t n = 300;
+    if (cap < n + 1)
+        return -1;
+    memset(buf, 'k', n);
+    buf[n++] = (char)(req->header_count ? req->headers[0].value.ptr[0] : '-');
+    (void)data;
+    *len = n;
+    return 0;
+}
+
+START_TEST(keys_past_the_key_limit_have_their_own_buckets) {
+    fix f;
+    fix_open(&f, router_with(RL_ROUTE("\"redis-rate-limiter.replenishRate\":"
+                                      "\"1\",\"redis-rate-limiter."
+                                      "burstCapacity\":\"1\",\"key-resolver\":"
+                                      "\"#{@header:X-User}\""),
+                             NULL, NULL));
+    char ann[300], bob[300];
+    memset(ann, 'a', 255);
+    memcpy(ann + 255, "-ann", 4);
+    memcpy(bob, ann, 255);
+    memcpy(bob + 255, "-bob", 4);
+    sy_header h = {{"X-User", 6}, {ann, 259}};
+    f.req.headers = &h;
+    f.req.header_count = 1;
+    sy_ratelimit a = limit(&f, "/rl/a", T0);
+    ck_assert(a.allowed);
+    ck_assert(!limit(&f, "/rl/a", T0).allowed);
+    h.value = (sy_str){bob, 259};
+    sy_ratelimit b = limit(&f, "/rl/a", T0);
+    ck_assert_msg(b.allowed, "a key sharing its first 255 bytes with another "
+                             "shares its bucket");
+    ck_assert(!limit(&f, "/rl/a", T0).allowed);
+    /* the key reported: 238 bytes, "~", 16 hex digits of the whole's hash */
+    ck_assert_uint_eq(a.key_len, 255);
+    ck_assert_uint_eq(strlen(a.key), 255);
+    ck_assert_int_eq(memcmp(a.key, ann, 238), 0);
+    ck_assert_int_eq(a.key[238], '~');
+    ck_assert_uint_eq(strspn(a.key + 239, "0123456789abcdef"), 16);
+    ck_assert_str_ne(a.key, b.key);
+    /* a 255-byte key equal to a long key's text has a bucket of its own */
+    char same[256];
+    memcpy(same, b.key, 256);
+    h.value = (sy_str){same, 255};
+    sy_ratelimit s = limit(&f, "/rl/a", T0);
+    ck_assert(s.allowed);
+    ck_assert_str_eq(s.key, same);
+    /* Redis: the key texts differ, and keep SCG's names up to 255 bytes */
+    sy_redis_call ca, cb, c255;
+    h.value = (sy_str){ann, 259};
+    ck_assert_int_eq(
+        sy_match_ratelimit_redis(fix_match(&f, "/rl/a"), 0, &ca, NULL), 0);
+    h.value = (sy_str){bob, 259};
+    ck_assert_int_eq(
+        sy_match_ratelimit_redis(fix_match(&f, "/rl/a"), 0, &cb, NULL), 0);
+    h.value = (sy_str){ann, 255};
+    ck_assert_int_eq(
+        sy_match_ratelimit_redis(fix_match(&f, "/rl/a"), 0, &c255, NULL), 0);
+    ck_assert(ca.needed && cb.needed && c255.needed);
+    ck_assert_str_ne(ca.tokens_key, cb.tokens_key);
+    ck_assert_str_ne(ca.timestamp_key, cb.timestamp_key);
+    ck_assert_str_eq(ca.key, a.key);
+    char want[600];
+    snprintf(want, sizeof want, "request_rate_limiter.{rl.%s}.tokens", a.key);
+    ck_assert_str_eq(ca.tokens_key, want);
+    snprintf(want, sizeof want, "request_rate_limiter.{rl.%.255s}.timestamp",
+             ann);
+    ck_assert_str_eq(c255.timestamp_key, want);
+    f.req.headers = NULL;
+    f.req.header_count = 0;
+    fix_close(&f);
+
+    /* a registered resolver's long key: the same */
+    sy_registry *reg;
+    ck_assert_int_eq(sy_registry_new(NULL, &reg, NULL), 0);
+    sy_key_resolver kr = {long_resolver, NULL};
+    ck_assert_int_eq(
+        sy_registry_add_key_resolver(reg, "longKeyResolver", &kr, NULL), 0);
+    const char *doc = RL_ROUTE("\"redis-rate-limiter.replenishRate\":\"1\","
+                               "\"redis-rate-limiter.burstCapacity\":\"1\","
+                               "\"key-resolver\":\"#{@longKeyResolver}\"");
+    sy_router *r;
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.registry = reg;
+    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
+    ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
+    ck_assert_int_eq(sy_router_apply(r, "s", doc, strlen(doc), NULL, NULL), 0);
+    fix_open(&f, r);
+    h = (sy_header){{"X", 1}, {"1", 1}};
+    f.req.headers = &h;
+    f.req.header_count = 1;
+    a = limit(&f, "/rl/a", T0);
+    ck_assert_msg(a.allowed && a.key_len == 255, "%zu", a.key_len);
+    ck_assert(!limit(&f, "/rl/a", T0).allowed);
+    h.value = (sy_str){"2", 1};
+    ck_assert(limit(&f, "/rl/a", T0).allowed);
+    f.req.headers = NULL;
+    f.req.header_count = 0;
+    fix_close(&f);
+    sy_registry_free(reg);
+}
+END_TEST
+
 START_TEST(path_variable_resolver_keys_by_the_capture) {
     fix f;
     fix_open(&f,
@@ -2679,6 +2791,7 @@ int main(void) {
                    a_route_without_a_limiter_is_allowed_and_says_nothing_more);
     tcase_add_test(tc, remaining_counts_down_and_headers_are_formatted);
     tcase_add_test(tc, each_key_has_its_own_bucket);
+    tcase_add_test(tc, keys_past_the_key_limit_have_their_own_buckets);
     tcase_add_test(tc, path_variable_resolver_keys_by_the_capture);
     tcase_add_test(tc,
                    no_principal_is_an_empty_key_denied_with_403_and_no_headers);

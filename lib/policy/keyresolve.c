@@ -178,9 +178,9 @@ static sy_str host_only(sy_str h) {
     return (sy_str){h.ptr, n};
 }
 
-size_t sy__keyres_resolve(const sy__keyres *kr, const sy_request *req,
+sy_str sy__keyres_resolve(const sy__keyres *kr, const sy_request *req,
                           const struct sy_route *route, const char *route_id,
-                          sy__var_fn var, const void *var_data, char *buf,
+                          sy__var_fn var, const void *var_data, char *scratch,
                           size_t cap) {
     sy_str v = {NULL, 0};
     switch (kr->kind) {
@@ -200,11 +200,32 @@ size_t sy__keyres_resolve(const sy__keyres *kr, const sy_request *req,
         break;
     case SY_KR_REGISTERED: {
         size_t len = 0;
-        if (kr->host->resolve(kr->host->data, req, route, buf, cap, &len) < 0)
-            return 0;
-        return len > cap ? cap : len;
+        if (kr->host->resolve(kr->host->data, req, route, scratch, cap, &len) <
+            0)
+            return (sy_str){NULL, 0};
+        return (sy_str){scratch, len > cap ? cap : len};
     }
     default: break;
     }
-    return v.ptr ? put(buf, cap, v.ptr, v.len) : 0;
+    return v.ptr ? v : (sy_str){NULL, 0};
+}
+
+size_t sy__keyres_text(sy_str key, char out[SY_POLICY_KEY_MAX]) {
+    if (key.len < SY_POLICY_KEY_MAX) {
+        size_t n = put(out, key.len, key.ptr, key.len);
+        out[n] = '\0';
+        return n;
+    }
+    /* the first bytes, "~" and the whole key's hash in 16 hex digits: 255
+     * bytes, a Redis key of its own (sy__hash64 reads bytes in a fixed
+     * order: the same text on every host, as a shared bucket needs) */
+    static const char hex[] = "0123456789abcdef";
+    size_t n = SY_POLICY_KEY_MAX - 1 - 17;
+    memcpy(out, key.ptr, n);
+    out[n++] = '~';
+    uint64_t h = sy__hash64(key.ptr, key.len, 0);
+    for (int i = 60; i >= 0; i -= 4)
+        out[n++] = hex[(h >> i) & 15];
+    out[n] = '\0';
+    return n;
 }

@@ -31,11 +31,18 @@ bool sy__keyres_pattern_captures(const char *pattern, const char *name,
 /* Captured variables of the match, for pathVariable. */
 typedef sy_str (*sy__var_fn)(const void *data, const char *name);
 
-/* The key of a request into buf (cap bytes, cut there); returns its
- * length, 0 for no key. */
-size_t sy__keyres_resolve(const sy__keyres *kr, const sy_request *req,
+/* The whole key of a request (len 0: no key): the request's bytes for a
+ * built-in resolver, scratch (cap bytes) for a registered one, which
+ * writes there (its key cut at cap). */
+sy_str sy__keyres_resolve(const sy__keyres *kr, const sy_request *req,
                           const struct sy_route *route, const char *route_id,
-                          sy__var_fn var, const void *var_data, char *buf,
+                          sy__var_fn var, const void *var_data, char *scratch,
                           size_t cap);
+
+/* The text of a whole key (len > 0) that sy_ratelimit.key reports and the
+ * Redis key names hold, NUL-ended, returning its length: the key itself
+ * up to 255 bytes (SCG's names), else its first 238 bytes, "~" and 16 hex
+ * digits of sy__hash64 of the whole key (255 bytes). */
+size_t sy__keyres_text(sy_str key, char out[SY_POLICY_KEY_MAX]);
 
 #endif

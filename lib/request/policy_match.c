@@ -109,10 +109,11 @@ static sy_str var_of(const void *m, const char *name) {
     return sy_match_var_get(m, name);
 }
 
-static size_t resolve(const sy_match *m, const sy__rl_cfg *cfg, char *buf,
+/* The whole key; scratch holds a registered resolver's */
+static sy_str resolve(const sy_match *m, const sy__rl_cfg *cfg, char *scratch,
                       size_t cap) {
     return sy__keyres_resolve(&cfg->kr, m->req, m->route, m->route->id, var_of,
-                              m, buf, cap);
+                              m, scratch, cap);
 }
 
 size_t sy_match_ratelimit_count(const sy_match *m) {
@@ -131,11 +132,13 @@ int sy_match_ratelimit(const sy_match *m, int64_t now_ms, sy_ratelimit *out,
     out->allowed = true;
     out->key[0] = '\0';
     const sy__rl_cfg *cfg;
+    char scratch[SY_KEY_RESOLVER_CAP];
     for (size_t at = 0;
          (cfg = next_policy(m, SY_F_REQUEST_RATE_LIMITER, &at));) {
-        out->key_len = resolve(m, cfg, out->key, sizeof out->key - 1);
-        out->key[out->key_len] = '\0';
-        if (!out->key_len) {
+        /* the bucket from the whole key; the key reported (255 bytes at
+         * most) names it */
+        sy_str k = resolve(m, cfg, scratch, sizeof scratch);
+        if (!k.len) {
             sy__rl_empty_key(cfg, out);
             if (!out->allowed) {
                 sy__store_count(&m->snap->policy->limited);
@@ -143,8 +146,8 @@ int sy_match_ratelimit(const sy_match *m, int64_t now_ms, sy_ratelimit *out,
             }
             continue;
         }
-        uint64_t bk =
-            sy__rl_bucket_key(cfg, m->route->id, out->key, out->key_len);
+        out->key_len = sy__keyres_text(k, out->key);
+        uint64_t bk = sy__rl_bucket_key(cfg, m->route->id, k.ptr, k.len);
         sy__rl_take(m->snap->policy, cfg, bk, now_of(m, now_ms), out);
         if (!out->allowed)
             return 0;
@@ -161,13 +164,16 @@ int sy_match_ratelimit_redis(const sy_match *m, size_t i, sy_redis_call *call,
         return sy__error_set(err, SY_ENOTFOUND, "",
                              "the route has no RequestRateLimiter %zu", i);
     memset(call, 0, offsetof(sy_redis_call, tokens_key));
-    call->key_len = resolve(m, cfg, call->key, sizeof call->key - 1);
-    call->key[call->key_len] = '\0';
-    if (!call->key_len) {
+    char scratch[SY_KEY_RESOLVER_CAP];
+    sy_str k = resolve(m, cfg, scratch, sizeof scratch);
+    if (!k.len) {
+        call->key_len = 0;
+        call->key[0] = '\0';
         call->needed = false;
         sy__rl_empty_key(cfg, &call->decided);
         return 0;
     }
+    call->key_len = sy__keyres_text(k, call->key);
     sy__rl_redis_call(cfg, m->route->id, call);
     return 0;
 }

@@ -356,8 +356,8 @@ def _sy_py_key_resolve(data: Any, req: Any, route: Any, buf: Any, cap: int,
         raw = b"" if key is None else (key if isinstance(key, bytes)
                                        else str(key).encode(ENC))
         if len(raw) > int(cap):
-            # cut, two clients whose keys share the first cap bytes would
-            # share one bucket
+            # cut, two clients whose keys share the first cap bytes
+            # (SY_KEY_RESOLVER_CAP) would share one bucket
             raise InvalidArgumentError(
                 f"key resolver {name!r} returned a "
                 f"key of {len(raw)} bytes: at most {int(cap)} fit (hash a "

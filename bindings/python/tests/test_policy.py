@@ -65,23 +65,36 @@ def test_key_resolvers_registered_from_python_key_the_buckets():
     assert seen and set(seen) == {"rl"}
 
 
-def test_a_key_past_the_key_limit_is_raised_not_cut():
-    # accepted and cut before: a resolver's key was cut to 255 bytes
-    # (the cap the library passes, SY_POLICY_KEY_MAX less its NUL), so two clients whose keys share those bytes
-    # shared one bucket: the second was limited by the first's requests
+def test_a_long_key_has_its_own_bucket_and_one_past_the_cap_is_raised():
+    # a resolver's key was cut to 255 bytes once, so two clients whose keys
+    # share those bytes shared one bucket; then past 255 bytes it raised.
+    # Now every byte keys the bucket, the key reported being its first 238
+    # bytes, "~" and 16 hex digits of the whole's hash; a key past the 4096
+    # bytes the library lets a resolver write raises rather than being cut
     reg = sy.Registry()
     reg.add_key_resolver("longKeyResolver", lambda req, route: "k" * 255 + {
         k.lower(): v for k, v in req.headers}.get("x-client", ""))
+    reg.add_key_resolver("hugeKeyResolver", lambda req, route: "k" * 4097)
     r = limited_router({"redis-rate-limiter.replenishRate": "1",
+                        "redis-rate-limiter.burstCapacity": "1",
                         "key-resolver": "#{@longKeyResolver}"},
                        registry=reg)
     with r.acquire() as snap:
         assert snap.match(path="/rl/x").ratelimit(T0).key == "k" * 255
+        a = [snap.match(path="/rl/x", headers={"X-Client": "a"}).ratelimit(T0)
+             for _ in range(2)]
+        b = snap.match(path="/rl/x", headers={"X-Client": "b"}).ratelimit(T0)
+        assert [x.allowed for x in a] == [True, False]
+        assert b.allowed
+        assert a[0].key[:238] == "k" * 238 and a[0].key[238] == "~"
+        assert len(a[0].key) == 255 and a[0].key != b.key
+    r = limited_router({"redis-rate-limiter.replenishRate": "1",
+                        "key-resolver": "#{@hugeKeyResolver}"},
+                       registry=reg)
+    with r.acquire() as snap:
         with pytest.raises(sy.InvalidArgumentError,
-                           match="longKeyResolver.*256 bytes.*255"):
-            snap.match(path="/rl/x", headers={"X-Client": "a"}).ratelimit(T0)
-        with pytest.raises(sy.InvalidArgumentError, match="longKeyResolver"):
-            snap.match(path="/rl/x", headers={"X-Client": "b"}).ratelimit(T0)
+                           match="hugeKeyResolver.*4097 bytes.*4096"):
+            snap.match(path="/rl/x").ratelimit(T0)
 
 
 def test_an_unregistered_resolver_is_refused_at_its_path():

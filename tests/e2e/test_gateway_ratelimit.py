@@ -14,6 +14,7 @@ tokens > 1); both scripts against SCG's lines written out
 (ratelimit_ref.py) over sequences with time steps and edge values."""
 import http.client
 import json
+import re
 import shutil
 import signal
 import subprocess
@@ -112,6 +113,7 @@ def body(procs, c):
                         "request_rate_limiter.{limited.127.0.0.1}.tokens"],
          "SCG's key names")
     unix_socket(procs, c, f, rport)
+    long_keys(procs, c, be, rport)
 
     # the script flushed from Redis (as after a restart): loaded again
     h.redis_cmd(rport, "SCRIPT", "FLUSH")
@@ -178,6 +180,38 @@ def unix_socket(procs, c, f, rport):
         c.ok(r.returncode != 0 and
              ("bad --redis %s (unix:PATH" % bad) in r.stderr,
              "--redis %s refused: %r" % (bad[:12], r.stderr[-200:]))
+
+
+def long_keys(procs, c, be, rport):
+    """Keys sharing their first 255 bytes (cut there once, so the second
+    client was limited by the first): each its own bucket, locally and in
+    Redis, where a key past 255 bytes is named by its first 238 bytes, "~"
+    and 16 hex digits of the whole key's hash."""
+    lim = json.loads(json.dumps(LIMIT))
+    lim["args"]["redis-rate-limiter.burstCapacity"] = "1"
+    lim["args"]["key-resolver"] = "#{@header:X-User}"
+    f = procs.write_file("long.json", json.dumps({"version": "1", "routes": [
+        {"id": "long", "uri": be, "predicates": ["Path=/l/**"],
+         "filters": [lim]}]}))
+    users = ["a" * 255 + "-ann", "a" * 255 + "-bob"]
+    for mode, extra in (("local", ()), ("Redis", ("--redis",
+                                                  "127.0.0.1:%d" % rport))):
+        g = procs.gateway("--routes", f, *extra)
+        codes = [g.request("GET", "/l/x", headers={"X-User": u})[0]
+                 for u in users for _ in range(2)]
+        c.eq(codes, [200, 429, 200, 429],
+             "%s: two keys sharing 255 bytes, a bucket each" % mode)
+        g.proc.terminate()
+        g.proc.wait(10)
+    keys = sorted(k for k in h.redis_cmd(rport, "KEYS",
+                                         "request_rate_limiter.{long.*"))
+    c.ok(len(keys) == 4 and all(
+        re.fullmatch(r"request_rate_limiter\.\{long\.a{238}~[0-9a-f]{16}\}"
+                     r"\.(tokens|timestamp)", k) for k in keys) and
+         len({k.split("}")[0] for k in keys}) == 2,
+         "Redis: two buckets named by the keys' first bytes and hash: %r"
+         % [k[-30:] for k in keys])
+    h.redis_cmd(rport, "DEL", *keys)
 
 
 def burst_doc(be):

@@ -240,7 +240,8 @@ typedef struct gw_wmetrics {
     double up_sum;
     uint64_t up_count;
     atomic_ullong retries, upstream_connects, upstream_reuses; /* lock-free */
-    atomic_long active_requests; /* in flight (GW_OWN_ADD) */
+    atomic_ullong upstream_body_timeouts; /* a body stalled (upstream.c) */
+    atomic_long active_requests;          /* in flight (GW_OWN_ADD) */
     /* policies (policy.c): by (route, GW_POLICY_*) */
     gw_count_table policy;
     atomic_ullong redis_errors, redis_timeouts, redis_calls;

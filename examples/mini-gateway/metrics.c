@@ -402,7 +402,7 @@ void gw_metrics_text(gw_buf *out) {
     gw_count_table all = {0};
     uint64_t ubuckets[GW_LAT_BUCKETS + 1] = {0}, up_count = 0;
     double up_sum = 0;
-    uint64_t retries = 0, connects = 0, reuses = 0;
+    uint64_t retries = 0, connects = 0, reuses = 0, body_timeouts = 0;
     gw_count_table pol = {0};
     uint64_t rerr = 0, rtimeouts = 0, rcalls = 0, rauth = 0;
     for (int w = 0; w < G.nworkers; w++) {
@@ -435,6 +435,7 @@ void gw_metrics_text(gw_buf *out) {
         retries += atomic_load(&m->retries);
         connects += atomic_load(&m->upstream_connects);
         reuses += atomic_load(&m->upstream_reuses);
+        body_timeouts += atomic_load(&m->upstream_body_timeouts);
         m_unlock(m);
     }
     gw_buf_adds(out, "# HELP gateway_requests_total Requests answered, by "
@@ -472,10 +473,16 @@ void gw_metrics_text(gw_buf *out) {
                   "# HELP gateway_upstream_reuses_total Requests sent on a "
                   "pooled keep-alive connection.\n"
                   "# TYPE gateway_upstream_reuses_total counter\n"
-                  "gateway_upstream_reuses_total %llu\n",
+                  "gateway_upstream_reuses_total %llu\n"
+                  "# HELP gateway_upstream_body_timeouts_total Responses "
+                  "cut short: the upstream sent nothing of the body for "
+                  "the response timeout.\n"
+                  "# TYPE gateway_upstream_body_timeouts_total counter\n"
+                  "gateway_upstream_body_timeouts_total %llu\n",
                   atomic_load(&G.active_clients), gw_active_requests(),
                   (unsigned long long)retries, (unsigned long long)connects,
-                  (unsigned long long)reuses);
+                  (unsigned long long)reuses,
+                  (unsigned long long)body_timeouts);
     policy_text(out, &pol, rcalls, rerr, rtimeouts, rauth);
     table_free(&pol);
 }

@@ -204,7 +204,9 @@ struct gw_request {
 
 struct gw_upconn {
     uv_tcp_t tcp;
-    gw_deadline timer; /* connect, response, then idle in the pool */
+    /* connect, response head, response body (idle reads), then idle in
+     * the pool */
+    gw_deadline timer;
     uv_connect_t creq;
     uv_getaddrinfo_t gai; /* an upstream given by name */
     gw_worker *w;
@@ -224,6 +226,10 @@ struct gw_upconn {
     unsigned pfirst, npipe;
     bool pipelined; /* carries only requests safe to pipeline */
     bool connected, closing, reused, got_bytes, reading;
+    /* the first request's response body streams: each read re-arms the
+     * timer for body_ms (none while paused: the client is slow) */
+    bool in_body;
+    uint64_t body_ms, body_bytes;
     int fd;          /* once connected; as gw_client's */
     unsigned writes; /* as gw_client's */
     gw_buf out;      /* request bytes not yet handed to the socket */

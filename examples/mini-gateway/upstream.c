@@ -23,6 +23,7 @@ static http_parser_settings up_settings;
 static void up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 static void up_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf);
 static void on_response_timeout(uv_timer_t *t);
+static void on_body_timeout(uv_timer_t *t);
 
 /* ------------------------------------------------------------------ */
 /* The requests in flight on a connection (pipelining)                  */
@@ -95,6 +96,14 @@ static void arm_first(gw_upconn *u) {
     gw_request *q = u->req;
     gw_deadline_set(&u->timer, on_response_timeout,
                     q ? q->response_ms : G.cfg.response_timeout_ms);
+}
+
+/* The response body's idle timer, from now: a read brought bytes, or
+ * reading resumed after the client caught up. A set only stores the later
+ * deadline while the timer is armed earlier (gw_deadline): no timer work
+ * per read beyond that. */
+static void arm_body(gw_upconn *u) {
+    gw_deadline_set(&u->timer, on_body_timeout, u->body_ms);
 }
 
 /* ------------------------------------------------------------------ */
@@ -293,9 +302,13 @@ void gw_upstream_pause(gw_upconn *u, bool pause) {
     if (pause && u->reading) {
         uv_read_stop((uv_stream_t *)&u->tcp);
         u->reading = false;
+        if (u->in_body) /* the client is slow, not the upstream */
+            gw_deadline_clear(&u->timer);
     } else if (!pause && !u->reading) {
         uv_read_start((uv_stream_t *)&u->tcp, up_alloc, up_read);
         u->reading = true;
+        if (u->in_body)
+            arm_body(u);
     }
 }
 
@@ -320,6 +333,27 @@ static void on_response_timeout(uv_timer_t *t) {
         return;
     gw_request_respond(q, 504, NULL,
                        "{\"status\":504,\"error\":\"upstream timeout\"}\n");
+}
+
+/* The first response's body brought nothing for its response timeout
+ * (an idle read timeout, as Reactor Netty's): the head went out, so no 504
+ * can; the client's connection is closed with the body cut short (a
+ * chunked one without its last chunk), the upstream's never pooled. */
+static void on_body_timeout(uv_timer_t *t) {
+    gw_upconn *u = t->data;
+    if (!u->in_body || u->npipe == 0)
+        return;
+    gw_request *q = dequeue(u), *rest[GW_PIPE_MAX];
+    unsigned n = dequeue_all(u, rest);
+    gw_log("route %s: upstream sent nothing of the response body for %llu "
+           "ms after %llu body bytes: both connections closed",
+           q && q->route_id && q->route_id[0] ? q->route_id : "(none)",
+           (unsigned long long)u->body_ms, (unsigned long long)u->body_bytes);
+    GW_OWN_ADD(&u->w->metrics.upstream_body_timeouts, 1);
+    gw_upstream_close(u);
+    resend_all(rest, n);
+    if (q)
+        gw_client_abort(q->c);
 }
 
 void gw_upstream_request_done(gw_upconn *u, gw_request *q) {
@@ -388,6 +422,7 @@ static void attach(gw_upconn *u, gw_request *q, bool pipe) {
     u->p.data = u;
     u->fast = (gw_fast_msg){.on_headers = gw_response_headers};
     u->got_bytes = false;
+    u->in_body = false;
     u->pipelined = pipe;
     if (pipe)
         u->pool->pipe = u;
@@ -905,7 +940,15 @@ static int r_headers_complete(http_parser *p) {
             q->rlast = 0; /* its headers: nothing to keep (up_read) */
         return 0;
     }
-    gw_deadline_clear(&u->timer);
+    /* the head is here: the response timeout now bounds each wait for
+     * body bytes (up_read re-arms it), paused while the client is slow */
+    u->in_body = true;
+    u->body_ms = q ? q->response_ms : G.cfg.response_timeout_ms;
+    u->body_bytes = 0;
+    if (u->reading)
+        arm_body(u);
+    else
+        gw_deadline_clear(&u->timer);
     if (!q) /* its client went away: dropped (a HEAD's has no body) */
         return u->phead[u->pfirst] ? 1 : 0;
     uint64_t now_ns = gw_loop_ns(u->w);
@@ -1039,6 +1082,7 @@ static int r_headers_complete(http_parser *p) {
 static int r_body(http_parser *p, const char *at, size_t len) {
     gw_upconn *u = p->data;
     gw_request *q = u->req;
+    u->body_bytes += len;
     if (!q || q->resp_no_body)
         return 0;
     gw_cache_body(q, at, len);
@@ -1066,6 +1110,7 @@ static int r_message_complete(http_parser *p) {
 /* After the parser paused at the end of the first request's response:
  * true when u goes on with the next request's. */
 static bool response_complete(gw_upconn *u) {
+    u->in_body = false; /* what comes next sets the timer */
     gw_request *q = dequeue(u);
     /* r_message_complete paused the parser: fast.mid is its
      * !http_should_keep_alive */
@@ -1170,7 +1215,9 @@ static void up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     size_t len = nread > 0 ? (size_t)nread : 0, off = 0;
     if (nread > 0)
         u->got_bytes = true;
-    for (;;) { /* one read may end several pipelined responses */
+    if (nread > 0 && u->in_body)
+        arm_body(u); /* bytes of the body (or of what follows it) */
+    for (;;) {       /* one read may end several pipelined responses */
         gw_request *q = u->req;
         gw_client *c = q ? q->c : NULL;
         /* http_parser_execute, a common head and its body read faster */

@@ -1,11 +1,12 @@
 /*
- * upstream.c - the upstream side of the proxy, on a worker's loop:
- * keep-alive connection pools (one per host:port, kept in the route's host
- * data), connect with a timeout, send the request head and stream the
- * body, parse the response with http-parser, apply the route's response
- * edits and SetStatus, stream the body back (Content-Length passed on,
- * chunked or close-delimited bodies re-chunked), report outcomes to
- * passive health, and give the connection back to its pool.
+ * upstream.c - the upstream side of the proxy, on a worker's loop: take
+ * a connection from its pool (upstream_pool.c) or connect with a timeout,
+ * send the request head and stream the body, parse the response with
+ * http-parser (a timeout for its head, then for each wait for body
+ * bytes), apply the route's response edits and SetStatus, stream the body
+ * back (Content-Length passed on, chunked or close-delimited bodies
+ * re-chunked), report outcomes to passive health, and give the connection
+ * back to its pool.
  */
 #define _DEFAULT_SOURCE
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -107,41 +108,14 @@ static void arm_body(gw_upconn *u) {
 }
 
 /* ------------------------------------------------------------------ */
-/* Connections and pools                                                */
+/* Connections (their pools: upstream_pool.c)                         */
 /* ------------------------------------------------------------------ */
-
-static void list_remove(gw_upconn *u) {
-    gw_worker *w = u->w;
-    if (u->lprev)
-        u->lprev->lnext = u->lnext;
-    else if (w->upconn_list == u)
-        w->upconn_list = u->lnext;
-    if (u->lnext)
-        u->lnext->lprev = u->lprev;
-    u->lnext = u->lprev = NULL;
-}
-
-static void pool_unlink(gw_upconn *u) {
-    gw_pool *p = u->pool;
-    u->pool = NULL;
-    if (!p)
-        return;
-    if (p->pipe == u)
-        p->pipe = NULL;
-    for (gw_upconn **pp = &p->idle; *pp; pp = &(*pp)->next_idle)
-        if (*pp == u) {
-            *pp = u->next_idle;
-            p->idle_count--;
-            break;
-        }
-    u->next_idle = NULL;
-}
 
 static void on_up_closed(uv_handle_t *h) {
     gw_upconn *u = h->data;
     if (--u->open_handles > 0)
         return;
-    list_remove(u);
+    gw_upconn_unlist(u);
     gw_buf_free(&u->out);
     free(u);
 }
@@ -151,7 +125,7 @@ void gw_upstream_close(gw_upconn *u) {
         return;
     u->closing = true;
     gw_link_unlink(&u->w->dirty_ups, &u->dirty);
-    pool_unlink(u);
+    gw_pool_unlink(u);
     dequeue_all(u, NULL);
     uv_close((uv_handle_t *)&u->timer.timer, on_up_closed);
     uv_close((uv_handle_t *)&u->tcp, on_up_closed);
@@ -181,52 +155,6 @@ void gw_upstream_detach(gw_upconn *u, bool reusable) {
         u->reading = true;
     }
     gw_deadline_set(&u->timer, on_idle_timeout, G.cfg.upstream_idle_ms);
-}
-
-static gw_pool *pool_find(gw_request *q) {
-    gw_route_data *rd = q->rd;
-    if (!rd)
-        return NULL; /* no host data: connections are not kept */
-    gw_pool **head = &rd->pools[q->w->index];
-    for (gw_pool *p = *head; p; p = p->next)
-        if (p->port == q->port && strcmp(p->host, q->host) == 0)
-            return p;
-    gw_pool *p = calloc(1, sizeof *p);
-    if (!p)
-        return NULL;
-    p->host = strdup(q->host);
-    p->port = q->port;
-    p->next = *head;
-    *head = p;
-    return p;
-}
-
-void gw_pools_drop(gw_worker *w, gw_route_data *rd) {
-    gw_pool *p = rd->pools[w->index];
-    rd->pools[w->index] = NULL;
-    while (p) {
-        gw_pool *next = p->next;
-        while (p->idle) {
-            gw_upconn *u = p->idle;
-            p->idle = u->next_idle;
-            u->next_idle = NULL;
-            u->pool = NULL;
-            if (!atomic_load(&G.workers_gone))
-                gw_upstream_close(u);
-        }
-        free(p->host);
-        free(p);
-        p = next;
-    }
-}
-
-void gw_upstream_close_all(gw_worker *w) {
-    gw_upconn *u = w->upconn_list;
-    while (u) {
-        gw_upconn *next = u->lnext;
-        gw_upstream_close(u);
-        u = next;
-    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -506,7 +434,7 @@ void gw_upstream_start(gw_request *q) {
     q->response_ms =
         q->rd ? q->rd->response_timeout_ms : G.cfg.response_timeout_ms;
     gw_policy_timeouts(q);
-    gw_pool *pool = pool_find(q);
+    gw_pool *pool = gw_pool_find(q);
     bool pipe = pool && pipelinable(q);
     gw_upconn *j = pipe ? pool->pipe : NULL;
     /* a connection whose requests of this loop turn are not yet written
@@ -542,10 +470,7 @@ void gw_upstream_start(gw_request *q) {
     gw_deadline_init(&w->loop, &u->timer, u);
     u->tcp.data = u->creq.data = u->gai.data = u;
     u->open_handles = 2;
-    u->lnext = w->upconn_list;
-    if (u->lnext)
-        u->lnext->lprev = u;
-    w->upconn_list = u;
+    gw_upconn_list_add(u);
     attach(u, q, pipe);
     /* the connect timeout covers the name lookup too */
     gw_deadline_set(&u->timer, on_connect_timeout, q->connect_ms);

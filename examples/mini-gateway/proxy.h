@@ -527,11 +527,10 @@ void gw_upstream_request_done(gw_upconn *u, gw_request *q);
 void gw_upstream_abandon(gw_request *q);
 void gw_pools_drop(gw_worker *w, gw_route_data *rd);
 /* upstream_pool.c: u into / out of its worker's list of connections; u out
- * of its pool; q's pool (made when new; NULL: q's route keeps none). */
+ * of its pool. */
 void gw_upconn_list_add(gw_upconn *u);
 void gw_upconn_unlist(gw_upconn *u);
 void gw_pool_unlink(gw_upconn *u);
-gw_pool *gw_pool_find(gw_request *q);
 void gw_upstream_close_all(gw_worker *w);
 /* Request bytes queued on u and not yet sent (deferred and in libuv). */
 static inline size_t gw_upstream_queue(gw_upconn *u) {

@@ -427,6 +427,26 @@ static void on_resolved(uv_getaddrinfo_t *g, int status, struct addrinfo *res) {
     uv_freeaddrinfo(res);
 }
 
+/* q's pool (made when new; NULL: q's route keeps none). Here, not in
+ * upstream_pool.c: a call a request (inlined). */
+static gw_pool *pool_find(gw_request *q) {
+    gw_route_data *rd = q->rd;
+    if (!rd)
+        return NULL; /* no host data: connections are not kept */
+    gw_pool **head = &rd->pools[q->w->index];
+    for (gw_pool *p = *head; p; p = p->next)
+        if (p->port == q->port && strcmp(p->host, q->host) == 0)
+            return p;
+    gw_pool *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->host = strdup(q->host);
+    p->port = q->port;
+    p->next = *head;
+    *head = p;
+    return p;
+}
+
 void gw_upstream_start(gw_request *q) {
     gw_worker *w = q->w;
     q->connect_ms =
@@ -434,7 +454,7 @@ void gw_upstream_start(gw_request *q) {
     q->response_ms =
         q->rd ? q->rd->response_timeout_ms : G.cfg.response_timeout_ms;
     gw_policy_timeouts(q);
-    gw_pool *pool = gw_pool_find(q);
+    gw_pool *pool = pool_find(q);
     bool pipe = pool && pipelinable(q);
     gw_upconn *j = pipe ? pool->pipe : NULL;
     /* a connection whose requests of this loop turn are not yet written

@@ -2,7 +2,8 @@
  * upstream_pool.c - where a worker keeps its upstream connections: the
  * list of every open one (closed all at shutdown), and the keep-alive
  * pools (one per host:port, kept in the route's host data; upstream.c
- * takes and gives back their connections), dropped with the route.
+ * finds them, takes and gives back their connections), dropped with the
+ * route.
  */
 #include "proxy.h"
 
@@ -42,24 +43,6 @@ void gw_pool_unlink(gw_upconn *u) {
             break;
         }
     u->next_idle = NULL;
-}
-
-gw_pool *gw_pool_find(gw_request *q) {
-    gw_route_data *rd = q->rd;
-    if (!rd)
-        return NULL; /* no host data: connections are not kept */
-    gw_pool **head = &rd->pools[q->w->index];
-    for (gw_pool *p = *head; p; p = p->next)
-        if (p->port == q->port && strcmp(p->host, q->host) == 0)
-            return p;
-    gw_pool *p = calloc(1, sizeof *p);
-    if (!p)
-        return NULL;
-    p->host = strdup(q->host);
-    p->port = q->port;
-    p->next = *head;
-    *head = p;
-    return p;
 }
 
 void gw_pools_drop(gw_worker *w, gw_route_data *rd) {

@@ -215,6 +215,18 @@ static void worker_main(void *arg) {
     gw_policy_blocks_free();
 }
 
+/* The port a listener was bound to (> 0), or a negative libuv error. */
+static int bound_port(const uv_tcp_t *tcp) {
+    struct sockaddr_storage ss;
+    int len = sizeof ss;
+    int rc = uv_tcp_getsockname(tcp, (struct sockaddr *)&ss, &len);
+    if (rc)
+        return rc;
+    return ss.ss_family == AF_INET
+               ? ntohs(((const struct sockaddr_in *)&ss)->sin_port)
+               : -1;
+}
+
 int gw_workers_init(void) {
     G.nworkers = G.cfg.workers > 0 ? G.cfg.workers : 1;
     if (G.nworkers > GW_MAX_WORKERS)
@@ -255,6 +267,11 @@ int gw_workers_init(void) {
                    G.cfg.listen_port, uv_strerror(rc));
             return -1;
         }
+        /* --listen ADDR:0: the first worker's port is everyone's (each
+         * SO_REUSEPORT listener would get a port of its own), and the
+         * one logged and shown */
+        if (G.cfg.listen_port == 0 && (rc = bound_port(&w->listener)) > 0)
+            G.cfg.listen_port = rc;
     }
     return 0;
 }

@@ -4,6 +4,7 @@ keep-alive and pools, bodies both ways, timeouts, and the admin API
 the located error, bearer token, /metrics)."""
 import http.client
 import json
+import re
 import socket
 import time
 
@@ -397,6 +398,40 @@ def body(procs, c):
     after = [gw.metric(x) or 0 for x in series]
     c.eq([a - b for a, b in zip(after, before)], [3, 2, 4],
          "request counts by route and status are exact")
+
+    # --listen ADDR:0 with two workers: one port for both (each
+    # SO_REUSEPORT listener took a port of its own, and :0 was logged)
+    listen_port_zero(procs, c, b1)
+
+
+def listen_port_zero(procs, c, b1):
+    admin = h.free_port()
+    routes = procs.write_file("zero.json", json.dumps({"version": "1",
+        "routes": [{"id": "echo", "uri": "http://127.0.0.1:%d" % b1,
+                    "predicates": ["Path=/echo/**"]}]}))
+    p = procs.start([h.binary(), "--listen", "127.0.0.1:0", "--workers", "2",
+                     "--admin", "127.0.0.1:%d" % admin, "--routes", routes],
+                    "zero.log")
+    h.wait_port(admin, proc=p)
+    port = 0
+    for _ in range(100):
+        m = re.search(r"listening on 127\.0\.0\.1:(\d+) \(2 workers\)",
+                      procs.log("zero.log"))
+        if m:
+            port = int(m.group(1))
+            break
+        time.sleep(0.05)
+    c.ok(port > 0, "--listen :0 logs the port it got (%d)" % port)
+    ports = set()
+    mine = h._sockets_of(p.pid)
+    with open("/proc/net/tcp") as f:
+        for r in (ln.split() for ln in f.readlines()[1:]):
+            if len(r) > 9 and r[3] == "0A" and r[9] in mine:
+                ports.add(int(r[1].split(":")[1], 16))
+    ports.discard(admin)
+    c.eq(sorted(ports), [port], "both workers listen on that one port")
+    st, _, _ = h.http_call(port, "GET", "/echo/zero")
+    c.eq(st, 200, "a request on the logged port is routed")
 
 
 h.run("gateway_basic", body)

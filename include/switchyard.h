@@ -899,7 +899,10 @@ typedef struct sy_router_options {
      * "...filters[j].args.backoff"; the tries follow one another at once),
      * "!CircuitBreaker.resumeWithoutError" (refused without a fallbackUri)
      * and "!CircuitBreaker.fallbackUriVariables" (a fallbackUri with
-     * {NAME}s refused: the host goes to the path as written). A list
+     * {NAME}s refused: the host goes to the path as written) and
+     * "!RequestRateLimiter.principal" (the host has no principal: a
+     * limiter keyed by it with deny-empty-key false refused at
+     * "...args.deny-empty-key", it would limit nothing). A list
      * without "https:" also refuses, at commit, an instance with secure
      * set (SY_ENOTRUN at instances[k].secure or
      * deltas[k].instance.secure): the host has no TLS client for it.

@@ -2543,6 +2543,49 @@ START_TEST(a_path_filter_on_a_forward_route_is_refused) {
 }
 END_TEST
 
+/* The project's gateway and nginx module authenticate nobody: a limiter
+ * keyed by the principal (SCG's default key-resolver, or named) with
+ * deny-empty-key false would let every request through unlimited, so
+ * they refuse it at that arg; deny-empty-key true (every request 403, as
+ * SCG without Spring Security), another resolver, or a host that has a
+ * principal (no "!RequestRateLimiter.principal": Python's) run it. */
+START_TEST(a_principal_limiter_that_could_never_limit_is_refused) {
+    const char *fmt =
+        "[{\"id\":\"a\",\"uri\":\"http://b\",\"filters\":[{\"name\":"
+        "\"RequestRateLimiter\",\"args\":{\"redis-rate-limiter."
+        "replenishRate\":\"5\"%s}}]}]";
+    const char *args[] = {",\"deny-empty-key\":\"false\"",
+                          ",\"deny-empty-key\":false,\"key-resolver\":"
+                          "\"#{@principalNameKeyResolver}\"",
+                          "", ",\"deny-empty-key\":\"true\"",
+                          ",\"deny-empty-key\":false,\"key-resolver\":"
+                          "\"#{@remoteAddrKeyResolver}\""};
+    for (int h = 0; h < 3; h++)
+        for (size_t i = 0; i < 5; i++) {
+            char doc[400];
+            snprintf(doc, sizeof doc, fmt, args[i]);
+            sy_parse_options po = SY_PARSE_OPTIONS_INIT;
+            static const char *const has_principal[] = {
+                "host=py", "RequestRateLimiter", NULL};
+            po.host_runs = h == 2 ? has_principal
+                                  : sy_host_profile(h ? "nginx" : "gateway");
+            sy_document *d = NULL;
+            sy_error e;
+            int rc = sy_document_parse(doc, strlen(doc), &po, &d, &e);
+            if (h < 2 && i < 2) {
+                ck_assert_int_eq(rc, SY_ENOTRUN);
+                ck_assert_str_eq(e.path, "[0].filters[0].args.deny-empty-key");
+                ck_assert_msg(strstr(e.message, "principal") &&
+                                  strstr(e.message, h ? "nginx" : "gateway"),
+                              "%s", e.message);
+            } else {
+                ck_assert_msg(rc == 0, "host %d args %zu: %s", h, i, e.message);
+                sy_document_free(d);
+            }
+        }
+}
+END_TEST
+
 /* A router with default filters defs (host_runs: the gateway's profile,
  * or NULL) and a source "s". */
 static sy_router *defaults_router(const char *defs, bool gateway, int lenient) {
@@ -2849,6 +2892,7 @@ int main(void) {
     tcase_add_test(tc, a_secure_instance_is_refused_where_the_host_has_no_tls);
     tcase_add_test(tc, a_host_list_with_an_unknown_entry_is_refused);
     tcase_add_test(tc, a_path_filter_on_a_forward_route_is_refused);
+    tcase_add_test(tc, a_principal_limiter_that_could_never_limit_is_refused);
     tcase_add_test(tc, a_default_path_filter_with_a_forward_route_is_refused);
     tcase_add_test(tc, a_path_variable_no_pattern_captures_is_refused);
     tcase_add_test(tc,

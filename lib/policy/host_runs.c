@@ -26,6 +26,7 @@ static const char *const all_items[] = {"RequestRateLimiter",
  * an https:// route is refused at apply rather than answered 502 */
 static const char *const gateway_runs[] = {"host=gateway",
                                            "RequestRateLimiter",
+                                           "!RequestRateLimiter.principal",
                                            "CircuitBreaker",
                                            "Retry",
                                            "RewriteLocationResponseHeader",
@@ -42,6 +43,7 @@ static const char *const gateway_runs[] = {"host=gateway",
  * (no {variables} expanded) */
 static const char *const nginx_runs[] = {"host=nginx",
                                          "RequestRateLimiter",
+                                         "!RequestRateLimiter.principal",
                                          "CircuitBreaker",
                                          "!CircuitBreaker.resumeWithoutError",
                                          "!CircuitBreaker.fallbackUriVariables",
@@ -57,9 +59,10 @@ static const char *const nginx_runs[] = {"host=nginx",
 
 /* The parts a host may exclude ("!PART"): what the library refuses at an
  * arg when the host lists them (route.c's host check). */
-static const char *const parts[] = {
-    "Retry.backoff", "CircuitBreaker.resumeWithoutError",
-    "CircuitBreaker.fallbackUriVariables", NULL};
+static const char *const parts[] = {"Retry.backoff",
+                                    "CircuitBreaker.resumeWithoutError",
+                                    "CircuitBreaker.fallbackUriVariables",
+                                    "RequestRateLimiter.principal", NULL};
 
 int sy__host_runs_check(const char *const *runs, sy_error *err) {
     for (size_t i = 0; runs && runs[i]; i++) {
@@ -76,8 +79,9 @@ int sy__host_runs_check(const char *const *runs, sy_error *err) {
                 err, SY_EINVAL, "",
                 "host_runs[%zu]: '%.80s' is not a host-run item "
                 "(sy_host_runs_all()), \"host=NAME\", \"!Retry.backoff\", "
-                "\"!CircuitBreaker.resumeWithoutError\" or "
-                "\"!CircuitBreaker.fallbackUriVariables\"",
+                "\"!CircuitBreaker.resumeWithoutError\", "
+                "\"!CircuitBreaker.fallbackUriVariables\" or "
+                "\"!RequestRateLimiter.principal\"",
                 i, e);
     }
     return 0;

@@ -8,6 +8,7 @@
 
 #include "policy/breaker.h"
 #include "policy/host_runs.h"
+#include "policy/ratelimit.h"
 #include "policy/retry.h"
 #include "route/filter.h"
 
@@ -80,15 +81,17 @@ static int check_item(void *data, const char *item, int where, size_t i) {
 
 /* The parts of a host-run filter the host declared it does not run
  * ("!Retry.backoff", "!CircuitBreaker.resumeWithoutError",
- * "!CircuitBreaker.fallbackUriVariables"), refused at the filter's arg. */
+ * "!CircuitBreaker.fallbackUriVariables", "!RequestRateLimiter.principal"),
+ * refused at the filter's arg. */
 static int check_parts(const host_check *c) {
     const struct sy_route *r = c->r;
     bool backoff = sy__host_excludes(c->runs, "Retry.backoff"),
          resume =
              sy__host_excludes(c->runs, "CircuitBreaker.resumeWithoutError"),
          vars =
-             sy__host_excludes(c->runs, "CircuitBreaker.fallbackUriVariables");
-    if (!r->more->cfilters || !(backoff || resume || vars))
+             sy__host_excludes(c->runs, "CircuitBreaker.fallbackUriVariables"),
+         noprin = sy__host_excludes(c->runs, "RequestRateLimiter.principal");
+    if (!r->more->cfilters || !(backoff || resume || vars || noprin))
         return 0;
     for (size_t i = 0; i < r->more->filter_count; i++) {
         sy__builtin id;
@@ -97,7 +100,24 @@ static int check_parts(const host_check *c) {
                               : NULL;
         const struct sy_retry_policy *rp = pol && id == SY_F_RETRY ? pol : NULL;
         const sy__brk_cfg *bc = pol && id == SY_F_CIRCUIT_BREAKER ? pol : NULL;
+        const sy__rl_cfg *rl =
+            pol && id == SY_F_REQUEST_RATE_LIMITER ? pol : NULL;
         char p[300], who[128];
+        /* a host that authenticates nobody has no principal: keyed by it
+         * (SCG's default resolver), deny-empty-key false lets every
+         * request through unlimited */
+        if (rl && noprin && rl->kr.kind == SY_KR_PRINCIPAL && !rl->deny_empty) {
+            snprintf(p, sizeof p, "%s[%zu].args.deny-empty-key",
+                     c->filters_path, i);
+            sy__host_name(c->runs, who, sizeof who);
+            return sy__error_set(
+                c->err, SY_ENOTRUN, p,
+                "RequestRateLimiter: keyed by the principal (the default "
+                "key-resolver), which %s does not have: with deny-empty-key "
+                "false nothing is limited; name another key-resolver "
+                "(#{@remoteAddrKeyResolver}) or keep deny-empty-key true",
+                who);
+        }
         if (rp && backoff && rp->backoff) {
             if (r->more->filters[i].shortcut)
                 snprintf(p, sizeof p, "%s[%zu]", c->filters_path, i);

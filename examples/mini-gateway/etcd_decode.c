@@ -483,22 +483,35 @@ void etcd_changes_clear(etcd_change_list *l) {
 
 /*
  * Classify a key: PREFIX routes/<source> or PREFIX instances/<service>/<id>.
- * Fills name/id (malloc'd) and returns 1; 0 for other keys; -1 when out of
- * memory.
+ * Fills name/id (malloc'd) and returns 1; 0 for other keys (one under the
+ * prefix told to e->on_other, with what it lacks); -1 when out of memory.
  */
+static const char *key_why(const char *rest, size_t rlen) {
+    if (memchr(rest, '\0', rlen))
+        return "it holds a NUL byte";
+    if (rest[0] == '/')
+        return "it is PREFIX followed by '/' (the prefix names the directory "
+               "with its trailing '/', e.g. /switchyard/)";
+    if (rlen >= 7 && memcmp(rest, "routes/", 7) == 0)
+        return "a routes/<source> key's source is 1 to 127 bytes without '/'";
+    if (rlen >= 9 && memcmp(rest, "instances", 9) == 0)
+        return "an instance key is instances/<service>/<id>, both non-empty";
+    return "it is neither routes/<source> nor instances/<service>/<id>";
+}
+
 static int classify_key(const etcd_keys *e, const char *key, size_t klen,
-                        etcd_change *c) {
+                        bool del, etcd_change *c) {
     if (klen <= e->prefix_len || memcmp(key, e->prefix, e->prefix_len))
         return 0;
     const char *rest = key + e->prefix_len;
     size_t rlen = klen - e->prefix_len;
     if (memchr(rest, '\0', rlen))
-        return 0;
+        goto other;
     if (rlen > 7 && memcmp(rest, "routes/", 7) == 0) {
         const char *name = rest + 7;
         size_t nlen = rlen - 7;
         if (nlen > 127 || memchr(name, '/', nlen))
-            return 0;
+            goto other;
         c->is_route = true;
         c->name = etcd_strndup(name, nlen);
         return c->name ? 1 : -1;
@@ -507,12 +520,15 @@ static int classify_key(const etcd_keys *e, const char *key, size_t klen,
         const char *svc = rest + 10;
         const char *slash = memchr(svc, '/', rlen - 10);
         if (!slash || slash == svc || slash + 1 == rest + rlen)
-            return 0;
+            goto other;
         c->is_route = false;
         c->name = etcd_strndup(svc, (size_t)(slash - svc));
         c->id = etcd_strndup(slash + 1, (size_t)(rest + rlen - slash - 1));
         return c->name && c->id ? 1 : -1;
     }
+other:
+    if (e->on_other)
+        e->on_other(e->data, key, klen, del, key_why(rest, rlen));
     return 0;
 }
 
@@ -540,7 +556,7 @@ static int change_from_view(const etcd_keys *e, kv_view *v, bool del,
     long klen = b64_decode_inplace(key, v->key_len);
     if (klen >= 0)
         key[klen] = '\0';
-    int got = klen < 0 ? 0 : classify_key(e, key, (size_t)klen, c);
+    int got = klen < 0 ? 0 : classify_key(e, key, (size_t)klen, del, c);
     if (got <= 0) {
         free(key);
         etcd_change_free(c);

@@ -62,6 +62,11 @@ bool etcd_changes_push(etcd_change_list *l, etcd_change *c);
 typedef struct etcd_keys {
     const char *prefix;
     size_t prefix_len;
+    /* a key under the prefix that is no route or instance key: told
+     * (why: what it lacks), then left alone; NULL: not told */
+    void (*on_other)(void *data, const char *key, size_t key_len, bool del,
+                     const char *why);
+    void *data;
 } etcd_keys;
 
 /* One line of the watch stream, decoded. */

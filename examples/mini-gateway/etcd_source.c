@@ -51,6 +51,30 @@ static void etcd_log(gw_etcd *e, gw_etcd_log_level lvl, const char *fmt, ...) {
         fprintf(stderr, "etcd: %s\n", msg);
 }
 
+/* A put of a key under the prefix that is neither a route nor an
+ * instance key: it changes nothing, so the operator is told (logged,
+ * counted, the last one in /status) instead of seeing nothing happen.
+ * Deleting one is as good as it gets: not told. */
+static void on_other_key(void *data, const char *key, size_t key_len, bool del,
+                         const char *why) {
+    gw_etcd *e = data;
+    if (del)
+        return;
+    uv_mutex_lock(&e->mu);
+    e->ignored_keys++;
+    snprintf(e->ignored_key, sizeof e->ignored_key, "%.*s",
+             (int)(key_len < 199 ? key_len : 199), key);
+    for (char *p = e->ignored_key; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = '?';
+    e->ignored_why = why;
+    char shown[200];
+    snprintf(shown, sizeof shown, "%s", e->ignored_key);
+    uv_mutex_unlock(&e->mu);
+    etcd_log(e, GW_ETCD_LOG_WARN, "key %s%s ignored: %s", shown,
+             key_len > 199 ? "..." : "", why);
+}
+
 static void set_str(char **slot, const char *s) {
     free(*slot);
     *slot = s ? etcd_strdup(s) : NULL;
@@ -1094,7 +1118,7 @@ int gw_etcd_start_opts(uv_loop_t *loop, sy_router *router,
     char *end = etcd_strdup(prefix);
     if (end)
         end[e->prefix_len - 1]++;
-    e->keys = (etcd_keys){e->prefix, e->prefix_len};
+    e->keys = (etcd_keys){e->prefix, e->prefix_len, on_other_key, e};
     e->key_b64 = etcd_b64_encode(prefix, e->prefix_len);
     e->end_b64 = end ? etcd_b64_encode(end, e->prefix_len) : NULL;
     free(end);

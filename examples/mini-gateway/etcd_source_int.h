@@ -101,6 +101,11 @@ struct gw_etcd {
     char *last_error;
     uint64_t reconnects, full_reads, commits, events, rejected;
     uint64_t progress_notifies; /* watch lines with no event */
+    /* puts of keys under the prefix that are no route or instance key
+     * (etcd_keys.on_other), and the last one with what it lacks */
+    uint64_t ignored_keys;
+    char ignored_key[200];
+    const char *ignored_why;
     /* tokens got (the first and renewals), renewals started, tokens
      * dropped because etcd rejected them */
     uint64_t auth_logins, auth_renewals, auth_rejections;

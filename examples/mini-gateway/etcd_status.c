@@ -86,6 +86,13 @@ cJSON *gw_etcd_status(gw_etcd *e) {
     cJSON_AddNumberToObject(o, "rejected", (double)e->rejected);
     cJSON_AddNumberToObject(o, "progress_notifies",
                             (double)e->progress_notifies);
+    cJSON_AddNumberToObject(o, "ignored_keys", (double)e->ignored_keys);
+    cJSON *ik = e->ignored_keys ? cJSON_CreateObject() : cJSON_CreateNull();
+    if (e->ignored_keys) {
+        cJSON_AddStringToObject(ik, "key", e->ignored_key);
+        cJSON_AddStringToObject(ik, "why", e->ignored_why);
+    }
+    cJSON_AddItemToObject(o, "last_ignored_key", ik);
     cJSON_AddNumberToObject(o, "last_commit_us", (double)e->last_commit_us);
     cJSON_AddNumberToObject(o, "commit_us_total", (double)e->commit_us_total);
     cJSON_AddNumberToObject(o, "commit_cpu_us_total",
@@ -196,6 +203,10 @@ size_t gw_etcd_metrics_text(gw_etcd *e, char *buf, size_t cap) {
              "switchyard_etcd_commits_total %" PRIu64 "\n"
              "# TYPE switchyard_etcd_rejected_total counter\n"
              "switchyard_etcd_rejected_total %" PRIu64 "\n"
+             "# HELP switchyard_etcd_ignored_keys_total Puts of keys under "
+             "the prefix that are no route or instance key.\n"
+             "# TYPE switchyard_etcd_ignored_keys_total counter\n"
+             "switchyard_etcd_ignored_keys_total %" PRIu64 "\n"
              "# TYPE switchyard_etcd_auth_logins_total counter\n"
              "switchyard_etcd_auth_logins_total %" PRIu64 "\n"
              "# TYPE switchyard_etcd_auth_renewals_total counter\n"
@@ -205,7 +216,8 @@ size_t gw_etcd_metrics_text(gw_etcd *e, char *buf, size_t cap) {
              "# TYPE switchyard_etcd_source_error gauge\n",
              e->revision, e->revision, live_fingerprint_locked(e),
              e->connected ? 1 : 0, e->reconnects, e->full_reads, e->commits,
-             e->rejected, e->auth_logins, e->auth_renewals, e->auth_rejections);
+             e->rejected, e->ignored_keys, e->auth_logins, e->auth_renewals,
+             e->auth_rejections);
     for (size_t i = 0; i < e->src_n; i++) {
         /* label value escaping: backslash, quote, newline */
         char name[300];

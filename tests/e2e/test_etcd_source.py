@@ -31,6 +31,9 @@ etcd.put(P + "routes/users", routes_doc(7, [
 ]))
 etcd.put(P + "instances/orders/o1", instance("10.0.0.1", 8080))
 etcd.put("/elsewhere/routes/x", "not ours")  # outside the prefix: ignored
+# under the prefix but no route or instance key (a typo): changes nothing,
+# and is told (counted, the last one in the status, logged)
+etcd.put(P + "route/typo", "[]")
 rev = etcd.revision()
 
 # --- full read at start -------------------------------------------------
@@ -50,6 +53,20 @@ t.ok(m.get("route") == "orders" and m.get("instance") == "o1" and
      m)
 t.ok(st["etcd"]["fingerprint"] == st["fingerprint"],
      "the module's fingerprint is the live snapshot's", st)
+t.ok(st["etcd"]["ignored_keys"] == 1 and
+     st["etcd"]["last_ignored_key"]["key"] == P + "route/typo" and
+     "neither" in st["etcd"]["last_ignored_key"]["why"],
+     "a key under the prefix that is no route or instance key is told",
+     st["etcd"].get("last_ignored_key"))
+rev = etcd.put(P + "instances/orders", instance("10.0.0.9", 8080))
+d.wait_revision(rev)
+st = d.status()
+t.ok(st["etcd"]["ignored_keys"] == 2 and
+     st["etcd"]["last_ignored_key"]["key"] == P + "instances/orders" and
+     "instances/<service>/<id>" in st["etcd"]["last_ignored_key"]["why"] and
+     "ignored" in d.stderr() and "instances/orders" in d.stderr(),
+     "a watched put of an instance key without an id is told and logged",
+     (st["etcd"].get("last_ignored_key"), d.stderr()[-400:]))
 
 # --- watch: one commit per watch response ------------------------------
 s0 = d.status()

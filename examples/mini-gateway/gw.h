@@ -162,7 +162,14 @@ typedef struct gw_config {
     bool quiet;                  /* no access log */
     const char *access_log; /* --access-log FILE, "-": stdout; NULL: none */
     bool demo;
+    /* --trusted-proxies REGEX and its compiled form (a pcre2_code; NULL:
+     * no forwarding headers are sent, forwarded.c) */
+    const char *trusted_proxies;
+    void *trusted_re;
 } gw_config;
+
+/* forwarded.c: compiles --trusted-proxies; 0, or -1 after a message. */
+int gw_trusted_compile(gw_config *cfg, const char *flag, const char *re);
 
 /* The command line (options.c): the config and what only main needs. */
 typedef struct gw_options {

@@ -54,6 +54,10 @@ static int parse_admin(gw_options *o, const char *flag, const char *v) {
     return -1;
 }
 
+static int parse_trusted(gw_options *o, const char *flag, const char *v) {
+    return gw_trusted_compile(&o->cfg, flag, v);
+}
+
 static int parse_routes(gw_options *o, const char *flag, const char *v) {
     if (o->cfg.route_count == GW_MAX_FILES) {
         fprintf(stderr, "mini-gateway: at most %d %s\n", GW_MAX_FILES, flag);
@@ -164,6 +168,10 @@ static const opt opts[] = {
      "extra attempts on connect failure (default 2, at most 7)"},
     {"--escaped-slashes", "reject|keep|decode", OPT_CUSTOM, 0, parse_slashes,
      "%2F in paths (default reject)"},
+    {"--trusted-proxies", "REGEX", OPT_CUSTOM, 0, parse_trusted,
+     "clients whose address REGEX matches whole get X-Forwarded-* and "
+     "Forwarded appended (SCG's trusted-proxies; default: none sent, a "
+     "client's dropped)"},
     {"--merge-slashes", NULL, OPT_BOOL, AT(cfg.merge_slashes), NULL,
      "// in paths as /"},
     {"--quiet", NULL, OPT_BOOL, AT(cfg.quiet), NULL,

@@ -1177,6 +1177,9 @@ void gw_client_accept(gw_worker *w, uv_stream_t *server) {
             uv_ip4_name((struct sockaddr_in *)&ss, c->peer, sizeof c->peer);
         else if (ss.ss_family == AF_INET6)
             uv_ip6_name((struct sockaddr_in6 *)&ss, c->peer, sizeof c->peer);
+        c->peer_port = ntohs(ss.ss_family == AF_INET6
+                                 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                 : ((struct sockaddr_in *)&ss)->sin_port);
     }
     c->peer_len = strlen(c->peer);
     http_parser_init(&c->p, HTTP_REQUEST);

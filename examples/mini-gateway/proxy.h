@@ -10,6 +10,8 @@
 #include "gw.h"
 #include "head_scan.h" /* gw_fast_msg */
 
+#include <strings.h>
+
 #define GW_MAX_TRIES 8
 #define GW_WRITE_HIGH (1u << 20) /* stop reading the other side above */
 /* Queued output at or above this goes to the socket at once; less waits
@@ -54,7 +56,8 @@ struct gw_client {
     gw_link dirty; /* on the worker's dirty_clients while output waits */
     int open_handles;
     char peer[64];
-    size_t peer_len; /* strlen(peer), set with it at accept */
+    size_t peer_len;    /* strlen(peer), set with it at accept */
+    uint16_t peer_port; /* the client's port (Forwarded's for=) */
 };
 
 /* W3C trace context of one request (trace.c): hex text, NUL-ended;
@@ -294,6 +297,24 @@ int gw_request_rematch(gw_request *q, sy_match **m);
  * header lines `cors`, put before the edits q holds already (those of a
  * route that forwarded here). */
 int gw_upstream_head(gw_request *q, const sy_target *t);
+/* A Connection header among h[0..n) with options other than a lone
+ * "keep-alive" or "close" (then gw_conn_named looks); whether one of them
+ * is `name`: a header of the hop (RFC 9110 7.6.1), dropped both ways. */
+bool gw_conn_names_any(const sy_header *h, size_t n);
+bool gw_conn_named(const sy_header *h, size_t n, sy_str name);
+/* forwarded.c: the forwarding headers of q's upstream head for target t
+ * at w (the byte after them), and the room they take at most; nothing
+ * without --trusted-proxies. */
+size_t gw_forwarded_room(const gw_request *q, const sy_target *t);
+char *gw_forwarded_put(gw_request *q, const sy_target *t, char *w);
+/* X-Forwarded-* or Forwarded: left to gw_forwarded_put (a client's
+ * dropped without --trusted-proxies, as SCG 4.3.5+ does). */
+static inline bool gw_forwarding_name(sy_str n) {
+    return (n.len == 9 && (n.ptr[0] | 0x20) == 'f' &&
+            strncasecmp(n.ptr, "forwarded", 9) == 0) ||
+           (n.len > 12 && (n.ptr[0] | 0x20) == 'x' &&
+            strncasecmp(n.ptr, "x-forwarded-", 12) == 0);
+}
 void gw_request_copy_response_ops(gw_request *q, sy_match *m,
                                   const gw_buf *cors);
 /* The header lines staged before the call when they are all of a
@@ -344,9 +365,10 @@ static inline const char *gw_conn_line(const gw_request *q) {
            : q->http10    ? "Connection: keep-alive\r\n"
                           : "";
 }
-/* A response header the gateway does not pass on as it came (hop-by-hop,
- * or the framing it writes itself): chosen by the name's length first, so
- * most names are told apart without a compare. */
+/* A response header the gateway does not pass on as it came (SCG's
+ * hop-by-hop list, Proxy-Connection, or the framing it writes itself):
+ * chosen by the name's length first, so most names are told apart
+ * without a compare. Those the upstream's Connection names: upstream.c. */
 static inline bool gw_resp_hop(const char *n, size_t len) {
     switch (len) {
     case 2: return gw_eq_lower(n, "te", 2);
@@ -357,6 +379,9 @@ static inline bool gw_resp_hop(const char *n, size_t len) {
     case 14: return gw_eq_lower(n, "content-length", 14);
     case 16: return gw_eq_lower(n, "proxy-connection", 16);
     case 17: return gw_eq_lower(n, "transfer-encoding", 17);
+    case 18: return gw_eq_lower(n, "proxy-authenticate", 18);
+    case 19: return gw_eq_lower(n, "proxy-authorization", 19);
+    case 21: return gw_eq_lower(n, "x-application-context", 21);
     default: return false;
     }
 }

@@ -953,9 +953,14 @@ static int r_headers_complete(http_parser *p) {
         out->len = lines_at; /* a kept line may be of a name it has */
         raw = direct = false;
     }
+    /* the headers the upstream's Connection names are of its hop too
+     * (RFC 9110 7.6.1, SCG's RemoveHopByHopHeadersFilter on responses); a
+     * raw head's Connection is a lone keep-alive (head_scan.c) */
+    bool conn = !raw && gw_conn_names_any(q->rhs, q->rn);
     for (size_t i = 0; i < q->rn && !raw; i++) {
         sy_str n = q->rhs[i].name, v = q->rhs[i].value;
-        if (!gw_resp_hop(n.ptr, n.len)) {
+        if (!gw_resp_hop(n.ptr, n.len) &&
+            !(conn && gw_conn_named(q->rhs, q->rn, n))) {
             hl_addn(&l, n.ptr, n.len, v.ptr, v.len);
             names |= gw_name_bit(n.ptr, n.len);
         }

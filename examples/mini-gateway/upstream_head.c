@@ -2,10 +2,11 @@
  * upstream_head.c - what the gateway sends upstream and edits on the way
  * back, from the library's decisions: the upstream request head built
  * from a sy_target (request line, Host, the target's headers without the
- * hop-by-hop ones, X-Forwarded-For/Proto/Host, the trace context, the
- * body's framing), a match's response edits (the route's CORS
- * headers first) copied into the request for upstream.c to apply, and a
- * plain response head's headers taken and its lines passed on as the
+ * hop-by-hop ones, those a Connection header names (both ways: the
+ * response's too, upstream.c), the forwarding headers forwarded.c
+ * writes, the trace context, the body's framing), a match's response edits (the
+ * route's CORS headers first) copied into the request for upstream.c to apply,
+ * and a plain response head's headers taken and its lines passed on as the
  * upstream wrote them; whether a request's client waits for 100 Continue;
  * an Upgrade dropped, logged and counted.
  */
@@ -21,32 +22,50 @@ static bool name_is(sy_str n, const char *s) {
     return n.len == l && strncasecmp(n.ptr, s, l) == 0;
 }
 
+/* A request header the gateway does not send on: SCG's hop-by-hop list
+ * (RemoveHopByHopHeadersFilter: Connection, Keep-Alive, TE, Trailer,
+ * Transfer-Encoding, Upgrade, Proxy-Authorization, Proxy-Authenticate,
+ * X-Application-Context), Proxy-Connection, and what the gateway writes
+ * itself (Host, Content-Length) or answers (Expect). Chosen by the
+ * name's length first, as gw_resp_hop. */
 static bool hop_by_hop(sy_str n) {
-    static const char *const hop[] = {"connection",
-                                      "keep-alive",
-                                      "proxy-connection",
-                                      "te",
-                                      "trailer",
-                                      "transfer-encoding",
-                                      "upgrade",
-                                      "content-length",
-                                      "expect",
-                                      "host",
-                                      "proxy-authorization"};
-    for (size_t i = 0; i < sizeof hop / sizeof *hop; i++)
-        if (name_is(n, hop[i]))
+    const char *p = n.ptr;
+    switch (n.len) {
+    case 2: return gw_eq_lower(p, "te", 2);
+    case 4: return gw_eq_lower(p, "host", 4);
+    case 6: return gw_eq_lower(p, "expect", 6);
+    case 7: return gw_eq_lower(p, "trailer", 7) || gw_eq_lower(p, "upgrade", 7);
+    case 10:
+        return gw_eq_lower(p, "connection", 10) ||
+               gw_eq_lower(p, "keep-alive", 10);
+    case 14: return gw_eq_lower(p, "content-length", 14);
+    case 16: return gw_eq_lower(p, "proxy-connection", 16);
+    case 17: return gw_eq_lower(p, "transfer-encoding", 17);
+    case 18: return gw_eq_lower(p, "proxy-authenticate", 18);
+    case 19: return gw_eq_lower(p, "proxy-authorization", 19);
+    case 21: return gw_eq_lower(p, "x-application-context", 21);
+    default: return false;
+    }
+}
+
+bool gw_conn_names_any(const sy_header *h, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        sy_str v = h[i].value;
+        if (h[i].name.len == 10 &&
+            gw_eq_lower(h[i].name.ptr, "connection", 10) &&
+            !(v.len == 10 && gw_eq_lower(v.ptr, "keep-alive", 10)) &&
+            !(v.len == 5 && gw_eq_lower(v.ptr, "close", 5)))
             return true;
+    }
     return false;
 }
 
-/* True when the client's Connection header lists this header name (a
- * hop-by-hop header of its own, RFC 9110 7.6.1). */
-static bool named_by_connection(const gw_client *c, sy_str name) {
-    for (size_t i = 0; i < c->nh; i++) {
-        if (!name_is(c->hdrs[i].name, "connection"))
+bool gw_conn_named(const sy_header *h, size_t n, sy_str name) {
+    for (size_t i = 0; i < n; i++) {
+        if (!name_is(h[i].name, "connection"))
             continue;
-        const char *p = c->hdrs[i].value.ptr;
-        const char *end = p + c->hdrs[i].value.len;
+        const char *p = h[i].value.ptr;
+        const char *end = p + h[i].value.len;
         while (p < end) {
             while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
                 p++;
@@ -227,19 +246,18 @@ static inline char *put(char *w, const void *s, size_t n) {
 
 /* The upstream request head for target t: request line, Host, the
  * target's headers but hop-by-hop ones and those the client's Connection
- * names, FallbackHeaders, X-Forwarded-For/Proto/Host, the trace context
- * and the body's framing. 0, or 500 when out of memory. */
+ * names, FallbackHeaders, the forwarding headers (forwarded.c), the
+ * trace context and the body's framing. 0, or 500 when out of memory. */
 int gw_upstream_head(gw_request *q, const sy_target *t) {
     gw_buf *h = &q->head;
     const sy_request *r = &q->sreq;
-    const char *peer = q->c->peer;
-    size_t plen = q->c->peer_len;
-    /* the literals' bytes (under 256 with the largest framing line), and
-     * each header's at most: ": ", ", " and the peer, CRLF */
+    /* the literals' bytes (under 256 with the largest framing line), each
+     * header's at most (": ", CRLF) and the forwarding headers' */
     size_t room = 256 + r->method.len + t->path.len + t->query.len +
-                  t->host_header.len + q->req_xhdrs.len + plen + r->host.len;
+                  t->host_header.len + q->req_xhdrs.len +
+                  gw_forwarded_room(q, t);
     for (size_t i = 0; i < t->header_count; i++)
-        room += t->headers[i].name.len + t->headers[i].value.len + 6 + plen;
+        room += t->headers[i].name.len + t->headers[i].value.len + 4;
     h->len = 0;
     if (!gw_buf_reserve(h, room))
         return 500;
@@ -257,44 +275,22 @@ int gw_upstream_head(gw_request *q, const sy_target *t) {
     w = PUT_LIT(w, " HTTP/1.1\r\nHost: ");
     w = put(w, t->host_header.ptr, t->host_header.len);
     w = PUT_LIT(w, "\r\n");
-    bool xfp = false, xfh = false;
-    char *xff_end = NULL; /* after the value of the last X-Forwarded-For */
+    const gw_client *c = q->c;
+    bool conn = gw_conn_names_any(c->hdrs, c->nh);
     for (size_t i = 0; i < t->header_count; i++) {
         sy_header hd = t->headers[i];
-        if (hop_by_hop(hd.name) || named_by_connection(q->c, hd.name) ||
+        if (hop_by_hop(hd.name) || gw_forwarding_name(hd.name) ||
+            (conn && gw_conn_named(c->hdrs, c->nh, hd.name)) ||
             gw_trace_is_header(hd.name))
             continue;
         w = put(w, hd.name.ptr, hd.name.len);
         w = PUT_LIT(w, ": ");
         w = put(w, hd.value.ptr, hd.value.len);
-        if (name_is(hd.name, "x-forwarded-for"))
-            xff_end = w;
-        xfp |= name_is(hd.name, "x-forwarded-proto");
-        xfh |= name_is(hd.name, "x-forwarded-host");
         w = PUT_LIT(w, "\r\n");
     }
     if (q->req_xhdrs.len) /* FallbackHeaders */
         w = put(w, q->req_xhdrs.p, q->req_xhdrs.len);
-    if (xff_end) {
-        /* the client at the end of the list, once: several lines are one
-         * list (RFC 9110 5.3), the lines after the last moved on (the
-         * room has ", " and the peer for each header line) */
-        memmove(xff_end + 2 + plen, xff_end, (size_t)(w - xff_end));
-        xff_end = PUT_LIT(xff_end, ", ");
-        put(xff_end, peer, plen);
-        w += 2 + plen;
-    } else {
-        w = PUT_LIT(w, "X-Forwarded-For: ");
-        w = put(w, peer, plen);
-        w = PUT_LIT(w, "\r\n");
-    }
-    if (!xfp)
-        w = PUT_LIT(w, "X-Forwarded-Proto: http\r\n");
-    if (!xfh && r->host.len) {
-        w = PUT_LIT(w, "X-Forwarded-Host: ");
-        w = put(w, r->host.ptr, r->host.len);
-        w = PUT_LIT(w, "\r\n");
-    }
+    w = gw_forwarded_put(q, t, w); /* none without --trusted-proxies */
     w = gw_trace_put(&q->trace, w);
     if (q->req_chunked) {
         w = PUT_LIT(w, "Transfer-Encoding: chunked\r\n");

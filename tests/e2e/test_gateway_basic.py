@@ -66,8 +66,11 @@ def body(procs, c):
     # the admin API edits the files' routes and instances below: kept as
     # overrides (without the flag such an edit is refused, 409: see
     # test_gateway_actuator.py)
+    # X-Forwarded-*: sent to trusted clients' requests only (SCG 4.3.5's
+    # trusted-proxies; without the flag none, test_gateway_hop.py)
     gw = procs.gateway("--routes", routes, "--instances", inst,
                        "--admin-overrides-files", "--response-timeout", "2000",
+                       "--trusted-proxies", r"127\.0\.0\.1|10\..*",
                        admin_token=TOKEN)
 
     # --- routing and request filters
@@ -97,16 +100,16 @@ def body(procs, c):
     c.eq(h.echoed_header(data, "Connection"), None, "Connection dropped")
     st, _, data = gw.request("GET", "/echo/bob",
                              headers={"X-Forwarded-For": "10.1.2.3"})
-    c.eq(h.echoed_header(data, "X-Forwarded-For"), "10.1.2.3, 127.0.0.1",
-         "XFF appended")
+    c.eq(h.echoed_header(data, "X-Forwarded-For"), "10.1.2.3,127.0.0.1",
+         "XFF appended (comma-joined, as SCG)")
     # two X-Forwarded-For lines are one list (RFC 9110 5.3): the client
-    # is appended once, at its end
+    # is appended once, at its end, the list sent as one line
     out = h.raw(gw.port, b"GET /echo/xff2 HTTP/1.1\r\nHost: a\r\n"
                 b"X-Forwarded-For: 10.0.0.1\r\nX-Trace: t\r\n"
                 b"X-Forwarded-For: 10.0.0.2\r\nConnection: close\r\n\r\n")
     got = [v for k, v in json.loads(out.split(b"\r\n\r\n", 1)[1])["headers"]
            if k.lower() == "x-forwarded-for"]
-    c.eq(", ".join(got), "10.0.0.1, 10.0.0.2, 127.0.0.1",
+    c.eq(got, ["10.0.0.1,10.0.0.2,127.0.0.1"],
          "two X-Forwarded-For lines: the client appended once, last")
 
     # --- lb:// and gray release by header

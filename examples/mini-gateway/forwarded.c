@@ -1,0 +1,245 @@
+/*
+ * forwarded.c - the forwarding headers of a proxied request (X-Forwarded-*
+ * and Forwarded) and the trusted proxies that decide them, as SCG 4.3.5+
+ * runs them (XForwardedHeadersFilter, ForwardedHeadersFilter and their
+ * Remove* counterparts, spring.cloud.gateway.trusted-proxies):
+ *   - without --trusted-proxies the gateway sends none of them and drops
+ *     a client's (every X-Forwarded-* name, and Forwarded);
+ *   - with it, a client whose address the regex matches whole gets
+ *     X-Forwarded-For (its lines the regex matches whole, then the
+ *     client), -Proto, -Prefix (the part of the path a filter stripped),
+ *     -Port and -Host, each the client's lines and the gateway's value in
+ *     one comma-joined line, and Forwarded: the client's entries whose
+ *     for= the regex matches, one line each, then the gateway's own
+ *     (proto, host, for with the client's port); a client it does not
+ *     match gets its forwarding headers dropped, as without the flag.
+ * gw_upstream_head (upstream_head.c) leaves these names to this file.
+ */
+#define _DEFAULT_SOURCE
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include "proxy.h"
+
+#include <pcre2.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+int gw_trusted_compile(gw_config *cfg, const char *flag, const char *re) {
+    int err;
+    PCRE2_SIZE at;
+    pcre2_code *code = pcre2_compile((PCRE2_SPTR)re, PCRE2_ZERO_TERMINATED, 0,
+                                     &err, &at, NULL);
+    if (!code || !*re) {
+        char msg[160] = "an empty regex matches no address";
+        if (code)
+            pcre2_code_free(code);
+        else
+            pcre2_get_error_message(err, (PCRE2_UCHAR *)msg, sizeof msg);
+        fprintf(stderr, "mini-gateway: %s %s: %s at offset %zu\n", flag, re,
+                msg, code ? (size_t)0 : (size_t)at);
+        return -1;
+    }
+    if (cfg->trusted_re)
+        pcre2_code_free(cfg->trusted_re);
+    cfg->trusted_re = code;
+    cfg->trusted_proxies = re;
+    return 0;
+}
+
+/* True when the trusted-proxies regex matches s[0..n) whole (Java's
+ * Pattern.matcher(s).matches()). */
+static bool trusted(const char *s, size_t n) {
+    pcre2_code *re = G.cfg.trusted_re;
+    pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
+    if (!md)
+        return false;
+    int rc = pcre2_match(re, (PCRE2_SPTR)s, n, 0,
+                         PCRE2_ANCHORED | PCRE2_ENDANCHORED, md, NULL);
+    pcre2_match_data_free(md);
+    return rc >= 0;
+}
+
+static bool name_is(sy_str n, const char *s, size_t l) {
+    return n.len == l && strncasecmp(n.ptr, s, l) == 0;
+}
+
+/* The X-Forwarded-* headers the gateway writes, in SCG's order. */
+enum { XFOR, XPROTO, XPREFIX, XPORT, XHOST, NX };
+static const struct {
+    const char *name;
+    size_t len;
+} xnames[NX] = {{"X-Forwarded-For", 15},
+                {"X-Forwarded-Proto", 17},
+                {"X-Forwarded-Prefix", 18},
+                {"X-Forwarded-Port", 16},
+                {"X-Forwarded-Host", 16}};
+
+static inline char *put(char *w, const void *s, size_t n) {
+    memcpy(w, s, n);
+    return w + n;
+}
+
+size_t gw_forwarded_room(const gw_request *q, const sy_target *t) {
+    if (!G.cfg.trusted_re)
+        return 0;
+    /* the lines' names and the gateway's values (client, "http", the
+     * path, port, Host twice, the Forwarded entry), and a kept Forwarded
+     * entry's line at most 16 bytes a byte of the client's line */
+    size_t room =
+        256 + 2 * q->c->peer_len + q->sreq.path.len + 2 * q->sreq.host.len;
+    for (size_t i = 0; i < t->header_count; i++)
+        if (name_is(t->headers[i].name, "forwarded", 9))
+            room += 16 * (t->headers[i].value.len + 1);
+    return room;
+}
+
+/* The prefix a filter stripped: the request's path (a trailing '/'
+ * aside) less the path sent, when that is its end; as SCG's
+ * XForwardedHeadersFilter finds it. */
+static sy_str strip_prefix(sy_str orig, sy_str sent) {
+    if (orig.len && orig.ptr[orig.len - 1] == '/')
+        orig.len--;
+    if (sent.len && sent.ptr[sent.len - 1] == '/')
+        sent.len--;
+    if (sent.len > orig.len ||
+        memcmp(orig.ptr + orig.len - sent.len, sent.ptr, sent.len) != 0)
+        return (sy_str){NULL, 0};
+    return (sy_str){orig.ptr, orig.len - sent.len};
+}
+
+/* One Forwarded entry of the client's ("k=v;k=v", trimmed) at w when its
+ * for= is trusted, as its own line; the byte after. */
+static char *forwarded_entry(char *w, const char *p, const char *end) {
+    char *start = w;
+    const char *forv = NULL;
+    size_t forl = 0;
+    bool any = false;
+    w = put(w, "Forwarded: ", 11);
+    while (p < end) {
+        const char *e = memchr(p, ';', (size_t)(end - p));
+        e = e ? e : end;
+        const char *eq = memchr(p, '=', (size_t)(e - p));
+        if (eq) { /* k=v, each trimmed; a pair without '=' is skipped */
+            const char *k = p, *ke = eq, *v = eq + 1, *ve = e;
+            while (k < ke && (*k == ' ' || *k == '\t'))
+                k++;
+            while (ke > k && (ke[-1] == ' ' || ke[-1] == '\t'))
+                ke--;
+            while (v < ve && (*v == ' ' || *v == '\t'))
+                v++;
+            while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
+                ve--;
+            if (ke - k == 3 && strncasecmp(k, "for", 3) == 0) {
+                forv = v;
+                forl = (size_t)(ve - v);
+            }
+            if (any)
+                *w++ = ';';
+            w = put(w, k, (size_t)(ke - k));
+            *w++ = '=';
+            w = put(w, v, (size_t)(ve - v));
+            any = true;
+        }
+        p = e + (e < end);
+    }
+    /* an entry without for= is dropped (SCG's isTrusted(null) fails) */
+    if (!any || !forv || !trusted(forv, forl))
+        return start;
+    return put(w, "\r\n", 2);
+}
+
+char *gw_forwarded_put(gw_request *q, const sy_target *t, char *w) {
+    if (!G.cfg.trusted_re)
+        return w;
+    const gw_client *c = q->c;
+    if (!trusted(c->peer, c->peer_len))
+        return w; /* the client's were dropped: nothing added */
+    const sy_request *r = &q->sreq;
+    /* the Host header: host and port (80 when it names none: the gateway
+     * listens for http only) */
+    sy_str host = r->host, port = {"80", 2};
+    const char *colon = NULL;
+    for (size_t i = host.len; i > 0; i--) {
+        if (host.ptr[i - 1] == ':') {
+            colon = host.ptr + i - 1;
+            break;
+        }
+        if (host.ptr[i - 1] == ']' || host.ptr[i - 1] < '0' ||
+            host.ptr[i - 1] > '9')
+            break;
+    }
+    if (colon && colon + 1 < host.ptr + host.len) {
+        port = (sy_str){colon + 1, (size_t)(host.ptr + host.len - colon - 1)};
+        if (port.len == 2 && memcmp(port.ptr, "80", 2) == 0)
+            host.len = (size_t)(colon - host.ptr); /* the default: not said */
+    }
+    sy_str own[NX] = {{c->peer, c->peer_len},
+                      {"http", 4},
+                      strip_prefix(r->path, t->path),
+                      port,
+                      host};
+    if (!own[XPREFIX].len)
+        own[XPREFIX].ptr = NULL;
+    if (!host.len)
+        own[XHOST].ptr = NULL;
+    for (int x = 0; x < NX; x++) {
+        char *line = w;
+        bool any = false;
+        w = put(w, xnames[x].name, xnames[x].len);
+        w = put(w, ": ", 2);
+        for (size_t i = 0; i < t->header_count; i++) {
+            sy_header hd = t->headers[i];
+            if (!name_is(hd.name, xnames[x].name, xnames[x].len) ||
+                (x == XFOR && !trusted(hd.value.ptr, hd.value.len)))
+                continue;
+            if (any)
+                *w++ = ',';
+            w = put(w, hd.value.ptr, hd.value.len);
+            any = true;
+        }
+        if (own[x].ptr) {
+            if (any)
+                *w++ = ',';
+            w = put(w, own[x].ptr, own[x].len);
+            any = true;
+        }
+        w = any ? put(w, "\r\n", 2) : line;
+    }
+    for (size_t i = 0; i < t->header_count; i++) {
+        sy_header hd = t->headers[i];
+        if (!name_is(hd.name, "forwarded", 9))
+            continue;
+        const char *p = hd.value.ptr, *end = p + hd.value.len;
+        while (p < end) {
+            const char *e = memchr(p, ',', (size_t)(end - p));
+            e = e ? e : end;
+            w = forwarded_entry(w, p, e);
+            p = e + (e < end);
+        }
+    }
+    /* the gateway's entry, in the order SCG's HashMap gives (proto,
+     * host, for), a value with ':' quoted; for= with the client's port,
+     * only when trusted in its bracketed form (an IPv6 address) too */
+    w = put(w, "Forwarded: proto=http", 21);
+    bool v6 = memchr(c->peer, ':', c->peer_len) != NULL;
+    bool hq = memchr(r->host.ptr, ':', r->host.len) != NULL;
+    if (r->host.len) {
+        w = put(w, ";host=", 6);
+        if (hq)
+            *w++ = '"';
+        w = put(w, r->host.ptr, r->host.len);
+        if (hq)
+            *w++ = '"';
+    }
+    char forv[80];
+    int fl = snprintf(forv, sizeof forv, v6 ? "[%.*s]" : "%.*s",
+                      (int)c->peer_len, c->peer);
+    if (fl > 0 && (size_t)fl < sizeof forv &&
+        (!v6 || trusted(forv, (size_t)fl))) {
+        w = put(w, ";for=\"", 6);
+        w = put(w, forv, (size_t)fl);
+        w += snprintf(w, 8, ":%u", (unsigned)c->peer_port);
+        *w++ = '"';
+    }
+    return put(w, "\r\n", 2);
+}

@@ -619,6 +619,7 @@ char *scg_converter_document(scg_converter *c, size_t *len, size_t *routes) {
                                                                         : gw;
     const char *gpath = g == wf ? "spring.cloud.gateway.server.webflux"
                                 : "spring.cloud.gateway";
+    c->gateway = g;
     if (wf && gw && scg_map_get(wf, "routes") && scg_map_get(gw, "routes")) {
         const node *old = scg_map_get(gw, "routes");
         scg_issue_add(

@@ -440,14 +440,6 @@ static bool changes_routes(scg_converter *c, const node *k, const char *gpath) {
          "the X-RateLimit-* headers keep SCG's default names"},
         {"redisratelimiter", "requestedtokensheader", NULL, NULL,
          "the X-RateLimit-* headers keep SCG's default names"},
-        {"xforwarded", "enabled", NULL, "false",
-         "X-Forwarded-For, -Proto and -Host are set on proxied requests"},
-        {"xforwarded", "forenabled", NULL, "false",
-         "X-Forwarded-For is set on proxied requests"},
-        {"xforwarded", "hostenabled", NULL, "false",
-         "X-Forwarded-Host is set on proxied requests"},
-        {"xforwarded", "protoenabled", NULL, "false",
-         "X-Forwarded-Proto is set on proxied requests"},
     };
     bool ours = false;
     for (size_t i = 0; i < sizeof rules / sizeof *rules; i++) {
@@ -479,6 +471,81 @@ static bool changes_routes(scg_converter *c, const node *k, const char *gpath) {
                       rules[i].sub2 ? v->key : "", v->value, rules[i].why);
     }
     return ours && k->kind == N_MAP && k->n == 1;
+}
+
+/* trusted-proxies, x-forwarded.* and forwarded.*: SCG 4.3.5+ sends
+ * X-Forwarded-* and Forwarded only with trusted-proxies set, each header
+ * on and appended unless these say otherwise; the mini-gateway sends them
+ * all, appended, with --trusted-proxies, and none without. So with
+ * trusted-proxies in the files, a setting that turns one off (or its
+ * appending, or turns Forwarded's by= on) is an error at its place;
+ * without it the setting changes nothing in SCG nor in the gateway run
+ * without the flag: a warning says so. trusted-proxies itself is the
+ * gateway's flag, named in a warning. True when k is one of the three. */
+static bool forwarding(scg_converter *c, const node *k, const char *gpath) {
+    bool xf = scg_relaxed_eq(k->key, "xforwarded");
+    bool fw = scg_relaxed_eq(k->key, "forwarded");
+    if (scg_relaxed_eq(k->key, "trustedproxies")) {
+        scg_issue_add(c, false, k->file, k->line,
+                      "%s.%s: not converted: the mini-gateway takes it as "
+                      "--trusted-proxies '%s' (X-Forwarded-* and Forwarded "
+                      "sent for the clients it matches; without it none)",
+                      gpath, k->key, k->value ? k->value : "");
+        return true;
+    }
+    if (!xf && !fw)
+        return false;
+    const node *t = scg_map_get(c->gateway, "trustedproxies");
+    bool trusted = t && t->kind == N_SCALAR && t->value && *t->value;
+    if (k->kind != N_MAP) {
+        scg_issue_add(c, true, k->file, k->line,
+                      "%s.%s: not the shape SCG binds (a map of settings)",
+                      gpath, k->key);
+        return true;
+    }
+    static const char *const xkeys[] = {
+        "enabled",      "forenabled",    "hostenabled", "portenabled",
+        "protoenabled", "prefixenabled", "forappend",   "hostappend",
+        "portappend",   "protoappend",   "prefixappend"};
+    for (size_t i = 0; i < k->n; i++) {
+        const node *s = k->kids[i], *v = s;
+        const char *off = "false"; /* the value SCG's default is not */
+        bool known = false;
+        for (size_t j = 0; xf && j < sizeof xkeys / sizeof *xkeys; j++)
+            known |= scg_relaxed_eq(s->key, xkeys[j]);
+        if (fw && scg_relaxed_eq(s->key, "enabled"))
+            known = true;
+        if (fw && scg_relaxed_eq(s->key, "by")) {
+            v = scg_map_get(s, "enabled");
+            off = "true";
+            known = v != NULL && s->kind == N_MAP && s->n == 1;
+        }
+        if (!known) {
+            scg_issue_add(c, false, s->file, s->line, "%s.%s.%s: not converted",
+                          gpath, k->key, s->key);
+            continue;
+        }
+        if (v->kind != N_SCALAR || !v->value) {
+            scg_issue_add(c, true, v->file, v->line,
+                          "%s.%s.%s: expected a value", gpath, k->key, s->key);
+            continue;
+        }
+        if (strcasecmp(v->value, off) != 0)
+            continue;
+        scg_issue_add(c, trusted, v->file, v->line,
+                      trusted ? "%s.%s.%s%s: %s: switchyard does not run this "
+                                "setting (with --trusted-proxies the "
+                                "mini-gateway sends X-Forwarded-For, -Proto, "
+                                "-Prefix, -Port, -Host and Forwarded, each "
+                                "appended to the client's)"
+                              : "%s.%s.%s%s: %s: no effect: without "
+                                "trusted-proxies SCG sends no X-Forwarded-* "
+                                "nor Forwarded header, nor does the "
+                                "mini-gateway without --trusted-proxies",
+                      gpath, k->key, s->key, v != s ? ".enabled" : "",
+                      v->value);
+    }
+    return true;
 }
 
 /* <gateway>.filter: the groups fold() carries are read from c->filter_props
@@ -520,7 +587,7 @@ bool scg_gateway_setting(scg_converter *c, const node *k, const char *gpath) {
                               gpath, k->kids[j]->key);
         return true;
     }
-    if (changes_routes(c, k, gpath))
+    if (changes_routes(c, k, gpath) || forwarding(c, k, gpath))
         return true;
     if (scg_relaxed_eq(k->key, "globalcors") && k->kind == N_MAP) {
         globalcors(c, k, gpath);

@@ -44,6 +44,8 @@ struct scg_converter {
     char *defaults_json;      /* the document's default-filters, or NULL */
     const node *global_cors;  /* globalcors' catch-all configuration: every
                                  route's cors metadata */
+    const node *gateway;      /* the <gateway> map read (its trusted-proxies:
+                                 scg_settings.c forwarding) */
     bool oom;
 };
 

@@ -178,6 +178,33 @@ same "spring.data.redis is warned about, located" \
 same "the warning names the AUTH flags (the password goes in a file)" "1" \
     "$(grep -c "spring.data.redis: .*--redis-password-file FILE .*--redis-user NAME" "$tmp/redis.err")"
 same "the warning shows no password" "0" "$(grep -c "Sekr1t" "$tmp/redis.err")"
+# x-forwarded.*: SCG 4.3.5+ sends X-Forwarded-* and Forwarded only with
+# trusted-proxies set; the mini-gateway all of them with --trusted-proxies,
+# none without. Turning one off is refused when the files set
+# trusted-proxies, warned about (no effect) when they do not.
+cat >"$tmp/xf.yml" <<'Y'
+spring:
+  cloud:
+    gateway:
+      x-forwarded:
+        enabled: false
+        prefix-append: false
+      forwarded:
+        by:
+          enabled: true
+      routes:
+        - id: r
+          uri: http://x
+Y
+"$bin" convert "$tmp/xf.yml" >/dev/null 2>"$tmp/xf.err"
+same "x-forwarded.* off without trusted-proxies: converted, warned, located" \
+    "0|3" "$?|$(grep -c "^warning: $tmp/xf.yml:\(5\|6\|9\): .*: no effect: without trusted-proxies" "$tmp/xf.err")"
+sed 's/^      routes:/      trusted-proxies: 10\\..*\n      routes:/' "$tmp/xf.yml" >"$tmp/xft.yml"
+"$bin" convert "$tmp/xft.yml" >/dev/null 2>"$tmp/xft.err"
+same "x-forwarded.* off with trusted-proxies: refused, located" \
+    "1|3" "$?|$(grep -c "^$tmp/xft.yml:\(5\|6\|9\): spring.cloud.gateway.\(x-\)\?forwarded.*switchyard does not run this setting" "$tmp/xft.err")"
+same "trusted-proxies: named with the gateway's flag" "1" \
+    "$(grep -c "^warning: $tmp/xft.yml:10: spring.cloud.gateway.trusted-proxies: not converted: .*--trusted-proxies '10[\\]\\.\\.\\*'" "$tmp/xft.err")"
 printf 'spring:\n  cloud: [a\n' >"$tmp/syntax.yml"
 "$bin" convert "$tmp/syntax.yml" >/dev/null 2>"$tmp/syn.err"
 same "a YAML syntax error fails, with its line" "1|1" \

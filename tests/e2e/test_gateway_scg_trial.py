@@ -83,7 +83,8 @@ def body(procs, c):
     # Settings that make SCG's routes do something no route field carries,
     # warned about ("not converted") and then not done by the gateway:
     # the discovery locator's route per service, RedisRateLimiter's
-    # headers left off or renamed, X-Forwarded-* headers left off.
+    # headers left off or renamed, X-Forwarded-* headers left off (with
+    # trusted-proxies set, without which SCG sends none).
     for name, new, what in [
             ("discovery.yml", "      discovery:\n        locator:\n"
              "          enabled: true\n", "discovery.locator.enabled"),
@@ -93,7 +94,8 @@ def body(procs, c):
             ("rlname.yml", "      redis-rate-limiter:\n"
              "        remaining-header: X-Left\n",
              "redis-rate-limiter.remaining-header"),
-            ("xfwd.yml", "      x-forwarded:\n        enabled: false\n",
+            ("xfwd.yml", "      trusted-proxies: '10\\..*'\n"
+             "      x-forwarded:\n        enabled: false\n",
              "x-forwarded.enabled")]:
         refused(name, "      filter:\n", new + "      filter:\n", what)
     routes = procs.write_file("routes.json", r.stdout.decode())

@@ -550,9 +550,13 @@ static void r_spill(gw_request *q) {
     q->rcopy = true;
 }
 
+/* Header fields after the client's response started are a chunked
+ * body's trailer fields: not forwarded (as SCG 4.x, whose
+ * NettyRoutingFilter writes the body only) nor counted against the
+ * head's limits. */
 static int r_field(http_parser *p, const char *at, size_t len) {
     gw_request *q = ((gw_upconn *)p->data)->req;
-    if (!q)
+    if (!q || q->resp_started)
         return 0;
     if (!q->rcopy) {
         if (q->rlast != 1) {
@@ -578,7 +582,7 @@ static int r_field(http_parser *p, const char *at, size_t len) {
 
 static int r_value(http_parser *p, const char *at, size_t len) {
     gw_request *q = ((gw_upconn *)p->data)->req;
-    if (!q)
+    if (!q || q->resp_started)
         return 0;
     if (!q->rcopy) {
         if (q->rlast != 2) {

@@ -62,6 +62,12 @@ class Upstream:
                               b"X-Application-Context: app:8080\r\n"
                               b"Content-Length: %d\r\n\r\n" % len(body)
                               + body)
+                elif path.startswith(b"/many-trailers"):
+                    s.sendall(b"HTTP/1.1 200 OK\r\n"
+                              b"Transfer-Encoding: chunked\r\n\r\n"
+                              b"5\r\nhello\r\n0\r\n" + b"".join(
+                                  b"X-T%d: %d\r\n" % (i, i)
+                                  for i in range(200)) + b"\r\n")
                 elif path.startswith(b"/chunked"):
                     s.sendall(b"HTTP/1.1 200 OK\r\n"
                               b"Transfer-Encoding: chunked\r\n"
@@ -154,6 +160,24 @@ def body(procs, c):
          "chunk (%r)" % out[-40:])
     c.ok(b"X-Checksum" not in out, "chunked: trailer field not forwarded")
     c.ok(b"hello" in out and b" world" in out, "chunked: the body")
+    # more trailer fields than a head may have headers (128): the body
+    # still whole, the message ended, the connection kept
+    s = socket.create_connection(("127.0.0.1", gw.port), timeout=5)
+    s.sendall(b"GET /many-trailers HTTP/1.1\r\nHost: a\r\n\r\n"
+              b"GET /plain HTTP/1.1\r\nHost: a\r\nConnection: close\r\n"
+              b"\r\n")
+    out = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        out += d
+    s.close()
+    c.ok(out.startswith(b"HTTP/1.1 200") and
+         b"5\r\nhello\r\n0\r\n\r\nHTTP/1.1 200" in out and
+         b"X-T1" not in out,
+         "200 trailer fields: dropped, the body and the next answer on the "
+         "same connection (%r)" % out[:300])
     procs.stop_all()
 
     # --- --trusted-proxies: a trusted client's entries appended

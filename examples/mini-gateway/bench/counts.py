@@ -29,9 +29,11 @@ Redis's script calls per request and usec per call, INFO commandstats).
       [--pace MS] \
       [--pipeline 1,8,16]
 
-nginx sends the headers the gateway sends upstream (X-Forwarded-*, a
-traceparent), so the test backend, which echoes every header, answers both
-with the same bytes; --plain-nginx leaves them out. --pace MS has each
+nginx sends the headers the gateway sent upstream before session 49
+(X-Forwarded-For/Proto/Host, a traceparent); the gateway now sends the
+X-Forwarded-* (and Forwarded) only with --trusted-proxies (--gw-arg passes
+it), so by default nginx's answers are the longer; --plain-nginx leaves
+them out. --pace MS has each
 connection wait MS ms between a response and its next request: the proxies
 then run below saturation, where each request pays its own wakeups.
 --pipeline 1,8 measures the gateway at each --upstream-pipeline depth
@@ -172,6 +174,7 @@ class Proxy:
                 cmd += ["--redis", "127.0.0.1:%d" % self.args.redis_port]
             if self.kind != "gw":  # gw-pN: --upstream-pipeline N
                 cmd += ["--upstream-pipeline", self.kind[4:]]
+            cmd += self.args.gw_arg
         else:
             conf = os.path.join(self.work, "nginx-%s.conf" % self.case)
             txt = open(os.path.join(self.work, "nginx.tmpl")).read()
@@ -415,6 +418,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--gw", required=True)
     ap.add_argument("--backend", help="binary for --backend (default --gw)")
+    ap.add_argument("--gw-arg", action="append", default=[],
+                    help="one more argument for the gateway (repeatable): "
+                    "--gw-arg=--trusted-proxies '--gw-arg=127\\.0\\.0\\.1'")
     ap.add_argument("--nginx")
     ap.add_argument("--cases", default="one,many,limit,breaker")
     ap.add_argument("--n", type=int, default=20000)

@@ -223,14 +223,17 @@ static bool valid_client_addr(const char *s) {
     if (inet_pton(AF_INET, s, buf) == 1 || inet_pton(AF_INET6, s, buf) == 1)
         return true;
     if (s[0] == '[') {
+        /* "[::1]" (the library reads it as ::1) or "[::1]:PORT" */
         const char *rb = strchr(s, ']');
-        if (!rb || rb[1] != ':' || (size_t)(rb - s - 1) >= sizeof ip)
+        if (!rb || (rb[1] != ':' && rb[1]) || (size_t)(rb - s - 1) >= sizeof ip)
             return false;
         memcpy(ip, s + 1, (size_t)(rb - s - 1));
         ip[rb - s - 1] = 0;
-        port = rb + 2;
         if (inet_pton(AF_INET6, ip, buf) != 1)
             return false;
+        if (!rb[1])
+            return true;
+        port = rb + 2;
     } else {
         const char *colon = strchr(s, ':');
         if (!colon || strchr(colon + 1, ':') ||
@@ -285,8 +288,8 @@ static int parse_request_args(const char *cmd, int argc, char **argv,
             a->remote_addr = argv[++i];
             if (!valid_client_addr(a->remote_addr))
                 return usage_error(cmd, "--remote-addr takes an IP address "
-                                        "(10.0.0.1, ::1, 10.0.0.1:5000 or "
-                                        "[::1]:5000)");
+                                        "(10.0.0.1, ::1, [::1], 10.0.0.1:5000 "
+                                        "or [::1]:5000)");
         } else if (strcmp(s, "--now") == 0 && has_next) {
             a->now = argv[++i];
         } else if (strcmp(s, "--instances") == 0 && has_next) {

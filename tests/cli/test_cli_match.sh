@@ -69,6 +69,9 @@ expect "--seed ' 5' exits 2" 2 "--seed" -- match --seed ' 5' "$r/gateway.json" G
 expect "--remote-addr not an IP exits 2" 2 "--remote-addr" -- match --remote-addr notanip "$r/gateway.json" GET /
 expect "--remote-addr IP:port is the IP" 0 "route:" -- match --remote-addr 10.0.0.1:5555 "$r/gateway.json" GET http://shop.example.com/docs/intro
 expect "--remote-addr [IPv6]:port is the IP" 0 "route:" -- match --remote-addr '[::1]:5555' "$r/gateway.json" GET http://shop.example.com/docs/intro
+expect "--remote-addr [IPv6] without a port is the IP" 0 "route:" -- match --remote-addr '[::1]' "$r/gateway.json" GET http://shop.example.com/docs/intro
+expect "--remote-addr [IPv6]junk exits 2" 2 "--remote-addr" -- match --remote-addr '[::1]x' "$r/gateway.json" GET /
+expect "--remote-addr [IPv4] exits 2" 2 "--remote-addr" -- match --remote-addr '[10.0.0.1]' "$r/gateway.json" GET /
 expect "--remote-addr twice exits 2" 2 "--remote-addr" -- match --remote-addr 10.0.0.1 --remote-addr 10.0.0.2 "$r/gateway.json" GET /
 expect "--now twice exits 2" 2 "--now" -- match --now 0 --now 1 "$r/gateway.json" GET /
 expect "--seed twice exits 2" 2 "--seed" -- match --seed 1 --seed 2 "$r/gateway.json" GET /

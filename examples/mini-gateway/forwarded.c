@@ -83,10 +83,10 @@ size_t gw_forwarded_room(const gw_request *q, const sy_target *t) {
     if (!G.cfg.trusted_re)
         return 0;
     /* the lines' names and the gateway's values (client, "http", the
-     * path, port, Host twice, the Forwarded entry), and a kept Forwarded
+     * path, Host's port, Host twice, the Forwarded entry), a kept Forwarded
      * entry's line at most 16 bytes a byte of the client's line */
     size_t room =
-        256 + 2 * q->c->peer_len + q->sreq.path.len + 2 * q->sreq.host.len;
+        512 + 3 * q->c->peer_len + q->sreq.path.len + 3 * q->sreq.host.len;
     for (size_t i = 0; i < t->header_count; i++)
         if (name_is(t->headers[i].name, "forwarded", 9))
             room += 16 * (t->headers[i].value.len + 1);

@@ -210,6 +210,18 @@ def body(procs, c):
     c.ok(len(ours) == 3 and ours[2].startswith('for="127.0.0.1:') and
          ours[2].endswith('"') and ours[2][15:-1].isdigit(),
          "trusted: Forwarded for= the client with its port (%r)" % fw)
+    # the head's room: a long Host port, a Forwarded of 2000 short
+    # entries (each its own line), many X-Forwarded-For lines
+    out = h.raw(gw.port, b"GET /api/x HTTP/1.1\r\nHost: h:" + b"9" * 3000 +
+                b"\r\nForwarded: " + b",".join([b"for=10.0.0.1"] * 2000) +
+                b"\r\n" + b"X-Forwarded-For: 10.0.0.2\r\n" * 100 +
+                b"Connection: close\r\n\r\n")
+    got = head_lines(out.partition(b"\r\n\r\n")[2])
+    c.ok(out.startswith(b"HTTP/1.1 200") and
+         len(values(got, "forwarded")) == 2001 and
+         values(got, "x-forwarded-port") == ["9" * 3000],
+         "trusted: a long Host, 2000 Forwarded entries: all sent (%r)"
+         % out[:120])
     _, got, _ = request(gw.port, b"/plain")
     c.eq(values(got, "x-forwarded-prefix"), [],
          "trusted: no prefix when the path is unchanged")

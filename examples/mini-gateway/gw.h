@@ -357,6 +357,7 @@ struct gw_worker {
     void *upconn_list;      /* every gw_upconn (upstream.c) */
     void *redis;            /* the Redis connection (redis.c), --redis only */
     struct gw_cache *cache; /* LocalResponseCache's answers (cache.c) */
+    void *trusted_md;       /* --trusted-proxies' match data (forwarded.c) */
     char rbuf[65536];       /* shared read buffer for upstream reads */
     gw_wmetrics metrics;
 };

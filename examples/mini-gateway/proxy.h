@@ -307,6 +307,8 @@ bool gw_conn_named(const sy_header *h, size_t n, sy_str name);
  * without --trusted-proxies. */
 size_t gw_forwarded_room(const gw_request *q, const sy_target *t);
 char *gw_forwarded_put(gw_request *q, const sy_target *t, char *w);
+/* The worker's match data for --trusted-proxies, freed when it stops. */
+void gw_trusted_free(gw_worker *w);
 /* X-Forwarded-* or Forwarded: left to gw_forwarded_put (a client's
  * dropped without --trusted-proxies, as SCG 4.3.5+ does). */
 static inline bool gw_forwarding_name(sy_str n) {

@@ -317,6 +317,7 @@ void gw_workers_stop(void) {
         sy_match_ctx_free(w->ctx);
         w->ctx = NULL;
         gw_cache_free(w);
+        gw_trusted_free(w);
     }
 }
 

@@ -314,7 +314,7 @@ void gw_trusted_free(gw_worker *w);
 static inline bool gw_forwarding_name(sy_str n) {
     return (n.len == 9 && (n.ptr[0] | 0x20) == 'f' &&
             strncasecmp(n.ptr, "forwarded", 9) == 0) ||
-           (n.len > 12 && (n.ptr[0] | 0x20) == 'x' &&
+           (n.len >= 12 && (n.ptr[0] | 0x20) == 'x' &&
             strncasecmp(n.ptr, "x-forwarded-", 12) == 0);
 }
 void gw_request_copy_response_ops(gw_request *q, sy_match *m,

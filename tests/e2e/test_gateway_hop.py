@@ -146,7 +146,7 @@ def body(procs, c):
     _, got, _ = request(gw.port, b"/api/x/y",
                         b"X-Forwarded-For: 10.9.9.9\r\n"
                         b"X-Forwarded-Proto: https\r\n"
-                        b"X-Forwarded-Whatever: z\r\n"
+                        b"X-Forwarded-Whatever: z\r\nX-Forwarded-: q\r\n"
                         b"Forwarded: for=10.9.9.9\r\n")
     fwd = [k for k, _ in got if k.startswith("x-forwarded-")
            or k == "forwarded"]

@@ -16,7 +16,8 @@
 # and the backend).
 # nginx runs twice at 1 route and at ROUTES routes: as a plain reverse
 # proxy, and also sending the headers the gateway sends upstream (Host: the
-# upstream's authority, X-Forwarded-For/Proto/Host, a traceparent of the
+# upstream's authority, X-Forwarded-For/Proto/Host/Port and Forwarded, which
+# the gateway sends with --trusted-proxies (given here), a traceparent of the
 # same length), so the backend does the same work behind both and the same
 # bytes come back (it echoes every header it receives: without them nginx's
 # answers are ~180 bytes shorter). The CPU ratio docs/performance.md gives
@@ -205,7 +206,8 @@ loc = """    location %s {
     }
 """
 # the headers the gateway sends upstream (Host: the upstream's authority,
-# X-Forwarded-For/Proto/Host, traceparent): the backend echoes every header
+# X-Forwarded-For/Proto/Host/Port and Forwarded with --trusted-proxies,
+# traceparent): the backend echoes every header
 # it gets, so with them it parses and answers more (a 300-byte body instead
 # of 117). The gateway makes a new span id a request; nginx sends a fixed
 # traceparent of the same length (its one random variable, $request_id,
@@ -215,6 +217,9 @@ xff = """
       proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
       proxy_set_header X-Forwarded-Proto $scheme;
       proxy_set_header X-Forwarded-Host $http_host;
+      proxy_set_header X-Forwarded-Port $server_port;
+      proxy_set_header Forwarded
+        "proto=$scheme;host=\\"$http_host\\";for=\\"$remote_addr:$remote_port\\"";
       proxy_set_header traceparent
         00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01;""" % bp
 # the policies, each on the one route (limits that never deny)
@@ -330,8 +335,11 @@ printf "%-28s %10s %9s %9s %8s %9s %8s %7s %7s %6s\n" case "req/s" "p50 ms" "p99
 # request (pinned only; 0 when the kernel deferred none of its work)
 
 start_gw() { # routes file [more flags]
+  # --trusted-proxies: wrk's address trusted, so the gateway sends the
+  # forwarding headers (SCG sends none without trusted-proxies) that nginx's
+  # "same headers" config sends too
   on_proxy_cpus "$GW" --listen 127.0.0.1:$GP --admin 127.0.0.1:$AP --workers "$WORKERS" --quiet \
-    --routes "$@" 2>"$work/gw.log" &
+    --trusted-proxies '127\.0\.0\.1' --routes "$@" 2>"$work/gw.log" &
   gwpid=$!; pids+=($gwpid)
   wait_port $GP; wait_port $AP
 }

@@ -902,7 +902,10 @@ typedef struct sy_router_options {
      * {NAME}s refused: the host goes to the path as written) and
      * "!RequestRateLimiter.principal" (the host has no principal: a
      * limiter keyed by it with deny-empty-key false refused at
-     * "...args.deny-empty-key", it would limit nothing). A list
+     * "...args.deny-empty-key", it would limit nothing) and
+     * "!RequestHeader.forwarding" (the host writes X-Forwarded-* and
+     * Forwarded itself and drops others: a request header filter naming
+     * one refused at the name). A list
      * without "https:" also refuses, at commit, an instance with secure
      * set (SY_ENOTRUN at instances[k].secure or
      * deltas[k].instance.secure): the host has no TLS client for it.

@@ -2586,6 +2586,50 @@ START_TEST(a_principal_limiter_that_could_never_limit_is_refused) {
 }
 END_TEST
 
+/* The mini-gateway writes X-Forwarded-* and Forwarded itself (with
+ * --trusted-proxies) and drops every other, as SCG 4.3.5+: a request
+ * header filter naming one would be accepted and its header dropped, so
+ * the gateway's list refuses it at the name; nginx passes it on. */
+START_TEST(a_forwarding_header_filter_is_refused_where_dropped) {
+    struct {
+        const char *filter, *path;
+    } cases[] = {
+        {"\"AddRequestHeader=X-Forwarded-Prefix, /api\"", "[0].filters[0]"},
+        {"{\"name\":\"SetRequestHeader\",\"args\":{\"name\":"
+         "\"forwarded\",\"value\":\"for=x\"}}",
+         "[0].filters[0].args.name"},
+        {"\"MapRequestHeader=X-A, X-Forwarded-Host\"", "[0].filters[0]"},
+        {"{\"name\":\"AddRequestHeadersIfNotPresent\",\"args\":{"
+         "\"headers\":\"X-A:1, X-Forwarded-For:10.0.0.1\"}}",
+         "[0].filters[0].args.headers"},
+        {"\"AddRequestHeader=X-Forwardedx, 1\"", NULL},
+        {"\"AddResponseHeader=X-Forwarded-By, 1\"", NULL},
+        {"\"AddRequestHeadersIfNotPresent=X-A:1,X-B:Forwarded\"", NULL},
+    };
+    for (int h = 0; h < 2; h++)
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            char doc[400];
+            snprintf(doc, sizeof doc,
+                     "[{\"id\":\"a\",\"uri\":\"http://b\",\"filters\":"
+                     "[%s]}]",
+                     cases[i].filter);
+            sy_parse_options po = SY_PARSE_OPTIONS_INIT;
+            po.host_runs = sy_host_profile(h ? "nginx" : "gateway");
+            sy_document *d = NULL;
+            sy_error e;
+            int rc = sy_document_parse(doc, strlen(doc), &po, &d, &e);
+            if (!h && cases[i].path) {
+                ck_assert_int_eq(rc, SY_ENOTRUN);
+                ck_assert_str_eq(e.path, cases[i].path);
+                ck_assert_msg(strstr(e.message, "forwarding"), "%s", e.message);
+            } else {
+                ck_assert_msg(rc == 0, "host %d case %zu: %s", h, i, e.message);
+                sy_document_free(d);
+            }
+        }
+}
+END_TEST
+
 /* A router with default filters defs (host_runs: the gateway's profile,
  * or NULL) and a source "s". */
 static sy_router *defaults_router(const char *defs, bool gateway, int lenient) {
@@ -2893,6 +2937,7 @@ int main(void) {
     tcase_add_test(tc, a_host_list_with_an_unknown_entry_is_refused);
     tcase_add_test(tc, a_path_filter_on_a_forward_route_is_refused);
     tcase_add_test(tc, a_principal_limiter_that_could_never_limit_is_refused);
+    tcase_add_test(tc, a_forwarding_header_filter_is_refused_where_dropped);
     tcase_add_test(tc, a_default_path_filter_with_a_forward_route_is_refused);
     tcase_add_test(tc, a_path_variable_no_pattern_captures_is_refused);
     tcase_add_test(tc,

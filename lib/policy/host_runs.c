@@ -27,6 +27,7 @@ static const char *const all_items[] = {"RequestRateLimiter",
 static const char *const gateway_runs[] = {"host=gateway",
                                            "RequestRateLimiter",
                                            "!RequestRateLimiter.principal",
+                                           "!RequestHeader.forwarding",
                                            "CircuitBreaker",
                                            "Retry",
                                            "RewriteLocationResponseHeader",
@@ -62,7 +63,9 @@ static const char *const nginx_runs[] = {"host=nginx",
 static const char *const parts[] = {"Retry.backoff",
                                     "CircuitBreaker.resumeWithoutError",
                                     "CircuitBreaker.fallbackUriVariables",
-                                    "RequestRateLimiter.principal", NULL};
+                                    "RequestRateLimiter.principal",
+                                    "RequestHeader.forwarding",
+                                    NULL};
 
 int sy__host_runs_check(const char *const *runs, sy_error *err) {
     for (size_t i = 0; runs && runs[i]; i++) {
@@ -78,10 +81,8 @@ int sy__host_runs_check(const char *const *runs, sy_error *err) {
             return sy__error_set(
                 err, SY_EINVAL, "",
                 "host_runs[%zu]: '%.80s' is not a host-run item "
-                "(sy_host_runs_all()), \"host=NAME\", \"!Retry.backoff\", "
-                "\"!CircuitBreaker.resumeWithoutError\", "
-                "\"!CircuitBreaker.fallbackUriVariables\" or "
-                "\"!RequestRateLimiter.principal\"",
+                "(sy_host_runs_all()), \"host=NAME\" or a \"!PART\" "
+                "(\"!Retry.backoff\", ...: the list in docs/policies.md)",
                 i, e);
     }
     return 0;

@@ -13,6 +13,7 @@
 #include "route/filter.h"
 
 #include <stdio.h>
+#include <strings.h>
 
 /* The uri's scheme as host_runs.c names it ("lb:ws" counts as "ws"). */
 static const char *uri_scheme_item(const struct sy_route *r) {
@@ -157,6 +158,69 @@ static int check_parts(const host_check *c) {
     return 0;
 }
 
+/* A forwarding header's name: Forwarded, or X-Forwarded-anything. */
+static bool forwarding_name(const char *n, size_t len) {
+    return (len == 9 && strncasecmp(n, "forwarded", 9) == 0) ||
+           (len >= 12 && strncasecmp(n, "x-forwarded-", 12) == 0);
+}
+
+/* The request header filters naming a forwarding header, where the host
+ * writes those headers itself and drops every other
+ * ("!RequestHeader.forwarding": the mini-gateway, as SCG 4.3.5+ with its
+ * trusted-proxies): the filter's effect would be dropped, so it is
+ * refused at its name. */
+static int check_forwarding(const host_check *c) {
+    const struct sy_route *r = c->r;
+    if (!sy__host_excludes(c->runs, "RequestHeader.forwarding"))
+        return 0;
+    for (size_t i = 0; i < r->more->filter_count; i++) {
+        const sy__def_entry *f = &r->more->filters[i];
+        const sy__factory_spec *s = sy__def_spec(f);
+        const char *key = NULL;
+        if (s && (s->id == SY_F_ADD_REQUEST_HEADER ||
+                  s->id == SY_F_SET_REQUEST_HEADER))
+            key = "name";
+        else if (s && s->id == SY_F_MAP_REQUEST_HEADER)
+            key = "toHeader";
+        else if (s && s->id == SY_F_ADD_REQUEST_HEADERS_IF_NOT_PRESENT)
+            key = "headers";
+        if (!key)
+            continue;
+        for (uint32_t k = 0; k < f->arg_count; k++) {
+            const char *ak = f->args[k].key, *v = f->args[k].value;
+            size_t kl = strlen(key);
+            if (!ak || !v || strncmp(ak, key, kl) != 0 ||
+                (ak[kl] && ak[kl] != '['))
+                continue;
+            size_t n = strlen(v);
+            if (s->id == SY_F_ADD_REQUEST_HEADERS_IF_NOT_PRESENT) {
+                const char *colon = strchr(v, ':');
+                n = colon ? (size_t)(colon - v) : n;
+            }
+            while (n && v[0] == ' ')
+                v++, n--;
+            while (n && v[n - 1] == ' ')
+                n--;
+            if (!forwarding_name(v, n))
+                continue;
+            char p[300], who[128];
+            if (f->shortcut)
+                snprintf(p, sizeof p, "%s[%zu]", c->filters_path, i);
+            else
+                snprintf(p, sizeof p, "%s[%zu].args.%s", c->filters_path, i,
+                         ak);
+            sy__host_name(c->runs, who, sizeof who);
+            return sy__error_set(
+                c->err, SY_ENOTRUN, p,
+                "%s: %.*s: %s writes the forwarding headers itself "
+                "(--trusted-proxies) and drops any other, as SCG does; "
+                "remove this header",
+                s->name, (int)(n > 60 ? 60 : n), v, who);
+        }
+    }
+    return 0;
+}
+
 int sy__route_path_filter(const struct sy_route *r) {
     for (size_t i = 0; r && i < r->more->filter_count; i++) {
         const sy__factory_spec *s = sy__def_spec(&r->more->filters[i]);
@@ -198,7 +262,9 @@ int sy__route_check_host(const struct sy_route *r, const char *const *runs,
     int rc = each_host_item(r, check_item, &c);
     if (!rc)
         rc = check_forward_path(&c);
-    return rc ? rc : check_parts(&c);
+    if (!rc)
+        rc = check_parts(&c);
+    return rc ? rc : check_forwarding(&c);
 }
 
 typedef struct host_list {

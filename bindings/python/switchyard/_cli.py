@@ -413,7 +413,8 @@ def _check_url(url: str) -> None:
 
 def _valid_client_addr(s: str) -> bool:
     """What the RemoteAddr predicate reads as a client (as the C tool):
-    an IPv4 or IPv6 address, with a port after it or not."""
+    an IPv4 or IPv6 address, with a port after it or not, or an IPv6
+    address in brackets."""
     def ip(text: str, version: int) -> bool:
         try:
             return ipaddress.ip_address(text).version == version \
@@ -422,6 +423,8 @@ def _valid_client_addr(s: str) -> bool:
             return False
     if ip(s, 4) or ip(s, 6):
         return True
+    if s.startswith("[") and s.endswith("]"):
+        return ip(s[1:-1], 6)  # "[::1]": the library reads it as ::1
     if s.startswith("["):
         addr, rb, port = s[1:].partition("]:")
         ok = bool(rb) and ip(addr, 6)
@@ -462,7 +465,7 @@ def _parse_request_args(cmd: str, argv: Sequence[str]) -> _RequestArgs:
             a.remote_addr = argv[i]
             if not _valid_client_addr(a.remote_addr):
                 raise _Usage("--remote-addr takes an IP address (10.0.0.1, "
-                             "::1, 10.0.0.1:5000 or [::1]:5000)")
+                             "::1, [::1], 10.0.0.1:5000 or [::1]:5000)")
         elif s == "--now" and has_next:
             i += 1
             a.now = argv[i]

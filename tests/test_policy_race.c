@@ -239,7 +239,8 @@ START_TEST(a_claimers_unfinished_slot_is_finished_by_its_takers) {
     sy__rl_cfg cfg = {.rate = 1, .burst = 5, .requested = 1, .status = 429};
     sy__rl_shape(&cfg);
     uint64_t key = 0;
-    for (int i = 0; (key >> 48) == 0; i++) { /* a tag the empty state lacks */
+    for (int i = 0; sy__bucket_tag(key) == 0;
+         i++) { /* a tag the empty state lacks */
         char k[16];
         int n = snprintf(k, sizeof k, "k%d", i);
         key = sy__rl_bucket_key(&cfg, "r", k, (size_t)n);
@@ -255,7 +256,8 @@ START_TEST(a_claimers_unfinished_slot_is_finished_by_its_takers) {
     }
     ck_assert_int_eq(failed_open, 0);
     ck_assert_int_eq(allowed, 5);
-    ck_assert_uint_eq(atomic_load(&b->state) & 0xffff, key >> 48);
+    ck_assert_uint_eq(atomic_load(&b->state) & SY_BUCKET_TAG_MASK,
+                      sy__bucket_tag(key));
     free(mem);
 }
 END_TEST

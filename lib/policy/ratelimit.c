@@ -1,16 +1,30 @@
 /*
  * ratelimit.c - RequestRateLimiter (ratelimit.h). The local bucket is
  * SCG's token bucket kept as one 64-bit word, the time at which it will
- * be full again (a "theoretical arrival time", GCRA):
+ * be full again (a "theoretical arrival time", GCRA), in bucket units
+ * (1/4096 us since the store's base, store.h) on a grid of whole tokens:
  *
- *   T = 1 s / replenishRate          one token's refill time
- *   tokens(now) = burstCapacity - (tat - now) / T    (tat <= now: full)
- *   take n: allowed when tokens(now) >= n, then tat = max(tat, now) + n*T
+ *   P = 4,096,000,000 units a second; token k comes at g(k) = ceil(k P / rate)
+ *   tokens come by now: K(now) = floor(now rate / P)
+ *   the bucket's time is always some g(j), and j = floor(tat rate / P)
+ *   tokens(now) = burstCapacity - (j - K(now))        (tat <= now: full)
+ *   take n: allowed when tokens(now) >= n, then tat = g(max(j, K(now)) + n)
  *
  * which is SCG's filled = min(capacity, last + elapsed * rate) with a
- * continuous clock (microseconds) instead of Redis's whole seconds. The
- * word also holds the key's tag, so that a CAS fails when the slot was
- * given to another key meanwhile (store.c).
+ * continuous clock instead of Redis's whole seconds, whole tokens coming
+ * at fixed instants `rate` times a second: over any interval a key that
+ * asks often enough is granted burstCapacity + rate x time tokens within
+ * one. (It was a token's refill time of 1,000,000 / rate whole
+ * microseconds, truncated: 150,000/s ran as 166,666/s, 600,000/s as
+ * 1,000,000/s, 2,000,000/s as 1,000,000/s.) A unit is shorter than the
+ * gap between two tokens at every accepted rate (< 2^31 a second), so j
+ * is read back from tat exactly. The arithmetic stays in 64 bits (times
+ * split at whole seconds; divisions by P and 1,000 are constant, a
+ * multiply): a draw from a bucket in use adds the requested tokens' step
+ * and one unit more when the remainders say, no division; a draw from a
+ * full bucket divides by the rate once. The word also holds the key's
+ * tag, so that a CAS fails when the slot was given to another key
+ * meanwhile (store.c).
  */
 #include "policy/ratelimit.h"
 #include "base/util.h"
@@ -22,11 +36,13 @@
     "redis-rate-limiter.requestedTokens, key-resolver, rate-limiter, "         \
     "deny-empty-key, empty-key-status, status-code"
 
+#define UNITS_PER_S (SY_BUCKET_UNITS_PER_MS * 1000u)
+
 void sy__rl_shape(sy__rl_cfg *cfg) {
-    uint64_t t = 1000000u / (cfg->rate ? cfg->rate : 1);
-    cfg->t = t ? t : 1; /* above 1,000,000 tokens a second: one a us */
-    cfg->tau = (uint64_t)cfg->burst * cfg->t;
-    cfg->need = (uint64_t)cfg->requested * cfg->t;
+    uint64_t r = cfg->rate ? cfg->rate : 1;
+    uint64_t need = (uint64_t)cfg->requested * UNITS_PER_S; /* < 2^63 */
+    cfg->step = need / r;
+    cfg->step_rem = need % r;
     sy__int_text(cfg->rate, cfg->argv[0]); /* u32: 10 digits at most */
     sy__int_text(cfg->burst, cfg->argv[1]);
     sy__int_text(cfg->requested, cfg->argv[2]);
@@ -48,11 +64,12 @@ int sy__rl_compile(sy__pargs *p, const sy_registry *reg, sy__rl_cfg *cfg) {
         return sy__parg_fail(p, SY_EMISSING, "redis-rate-limiter.replenishRate",
                              "missing required argument (tokens per second, "
                              "at least 1)");
-    /* the bucket's word holds its refill end in 48 bits of microseconds
-     * (about 8.9 years): a bucket refilling for longer than 2^46 us would
-     * run past it and fail open, so it is refused */
-    uint64_t t = 1000000u / (uint64_t)rate;
-    if ((uint64_t)burst * (t ? t : 1) >= 1ull << 46)
+    /* the bucket's word holds its refill end in 60 bits of 1/4096 us
+     * (2^48 us, about 8.9 years from the store's base): a bucket refilling
+     * for 2^46 us or longer (a quarter of it) would run past it sooner
+     * and fail open, so it is refused; the rate is run exactly however it
+     * divides a second (no rate is refused for it) */
+    if ((uint64_t)burst * 1000000u / (uint64_t)rate >= 1ull << 46)
         return sy__parg_fail(
             p, SY_ERANGE, "redis-rate-limiter.burstCapacity",
             "%lld tokens at replenishRate %lld take more than 800 days to "
@@ -140,9 +157,16 @@ void sy__rl_empty_key(const sy__rl_cfg *cfg, sy_ratelimit *out) {
 void sy__rl_take(sy_policy_store *st, const sy__rl_cfg *cfg,
                  uint64_t bucket_key, int64_t now_ms, sy_ratelimit *out) {
     sy__rl_fill(cfg, out);
-    uint64_t now = sy__store_now_us(st, now_ms);
-    uint64_t t = cfg->t, tau = cfg->tau, need = cfg->need;
-    uint64_t tag = bucket_key >> 48;
+    uint64_t ms = sy__store_since_ms(st, now_ms);
+    uint64_t r = cfg->rate, burst = cfg->burst, req = cfg->requested;
+    uint64_t tag = sy__bucket_tag(bucket_key);
+    if (ms >= SY_BUCKET_TIME_END / SY_BUCKET_UNITS_PER_MS)
+        goto open; /* past the word's range */
+    uint64_t now = ms * SY_BUCKET_UNITS_PER_MS;
+    /* K(now) = sec x rate + part (part < rate): whole seconds, then the
+     * milliseconds past them */
+    uint64_t sec = ms / 1000u, part = ms % 1000u * r / 1000u;
+    uint64_t k_now = sec * r + part;
     for (int tries = 0; tries < 64; tries++) {
         sy__bucket *b = sy__store_bucket_home(st, bucket_key);
         if (!b && !(b = sy__store_bucket(st, bucket_key, now)))
@@ -150,36 +174,47 @@ void sy__rl_take(sy_policy_store *st, const sy__rl_cfg *cfg,
         uint64_t s = atomic_load_explicit(&b->state, memory_order_acquire);
         if (atomic_load_explicit(&b->key, memory_order_relaxed) != bucket_key)
             continue; /* given to another key meanwhile: find again */
-        if ((s & 0xffff) != tag) {
+        if ((s & SY_BUCKET_TAG_MASK) != tag) {
             /* claimed for this key, its state not made this key's yet
              * (its claimer between the two): do it in the claimer's
              * place rather than fail open after 64 tries */
             sy__store_bucket_own(b, bucket_key);
             continue;
         }
-        uint64_t tat = s >> 16;
-        if (tat < now)
-            tat = now;
-        uint64_t used = tat - now; /* <= tau unless the clock went back */
-        if (used + need > tau) {
-            /* the division only here: an allowed check divides once */
+        uint64_t tat = sy__bucket_time(s), used = 0, e = 0;
+        if (tat > now) {
+            /* in use: tat = g(j); j from its whole seconds and the units
+             * past them (x < 2^63), e = tat x rate - j x P (< rate) */
+            uint64_t ts = tat / UNITS_PER_S;
+            uint64_t x = (tat - ts * UNITS_PER_S) * r, jx = x / UNITS_PER_S;
+            used =
+                ts * r + jx - k_now; /* <= burst unless the clock went back */
+            e = x - jx * UNITS_PER_S;
+        }
+        if (used + req > burst) {
             out->allowed = false;
             out->status = cfg->status;
-            out->remaining = (int64_t)(used >= tau ? 0 : (tau - used) / t);
+            out->remaining = (int64_t)(used >= burst ? 0 : burst - used);
             sy__store_count(&st->limited);
             return;
         }
-        uint64_t nt = tat + need;
-        if (nt >= (1ull << 48))
+        /* g(j + n) = tat + ceil((n P - e) / rate), n P = step x rate +
+         * step_rem; from a full bucket g(K(now) + n) = sec x P +
+         * ceil((part + n) P / rate), (part + n) P < 2^64 */
+        uint64_t nt = tat > now ? tat + cfg->step + (cfg->step_rem > e)
+                                : sec * UNITS_PER_S +
+                                      ((part + req) * UNITS_PER_S + r - 1) / r;
+        if (nt >= SY_BUCKET_TIME_END)
             break; /* past the word's range: fail open */
-        if (atomic_compare_exchange_weak_explicit(&b->state, &s, nt << 16 | tag,
-                                                  memory_order_acq_rel,
-                                                  memory_order_relaxed)) {
+        if (atomic_compare_exchange_weak_explicit(
+                &b->state, &s, nt << SY_BUCKET_TAG_BITS | tag,
+                memory_order_acq_rel, memory_order_relaxed)) {
             out->allowed = true;
-            out->remaining = (int64_t)((tau - (nt - now)) / t);
+            out->remaining = (int64_t)(burst - used - req);
             return;
         }
     }
+open:
     out->allowed = true; /* no slot: fail open, as SCG does without Redis */
     out->remaining = -1;
 }

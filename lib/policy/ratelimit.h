@@ -18,15 +18,16 @@ typedef struct sy__rl_cfg {
     bool deny_empty;
     sy__keyres kr;
     uint64_t fp; /* of rate, burst, requested: the bucket's shape */
-    /* in microseconds, set by compile for the check: one token's refill
-     * time (at least 1), the full bucket's, the requested tokens' */
-    uint64_t t, tau, need;
+    /* requestedTokens' refill time in bucket units (store.h), set by
+     * compile for the check: requested x 4,096,000,000 = step x rate +
+     * step_rem (step_rem < rate) */
+    uint64_t step, step_rem;
     /* rate, burst and requested as decimal text (Redis mode's ARGV 1, 2,
-     * 4), NUL-ended, set with t */
+     * 4), NUL-ended, set with step */
     char argv[3][12];
 } sy__rl_cfg;
 
-/* Set cfg's t, tau, need and argv from its rate, burst and requested
+/* Set cfg's step, step_rem and argv from its rate, burst and requested
  * (compile does). */
 void sy__rl_shape(sy__rl_cfg *cfg);
 

@@ -82,22 +82,22 @@ static uint32_t home_of(uint64_t key, uint32_t n) {
     return sy__store_home(key, n);
 }
 
-static uint64_t tag_of(uint64_t key) {
-    return key >> 48;
-}
-
 void sy__store_bucket_own(sy__bucket *b, uint64_t key) {
-    uint64_t tag = tag_of(key);
+    uint64_t tag = sy__bucket_tag(key);
+    /* a full bucket: a time of 40 bits of the key (under 269 ms, the base
+     * is a day before the first check), so that no other key's new state
+     * nor any taken one (a time of now or later) is the same word */
+    uint64_t full = (key >> 8 & ((1ull << 40) - 1)) << SY_BUCKET_TAG_BITS;
     uint64_t s = atomic_load_explicit(&b->state, memory_order_acquire);
-    while ((s & 0xffff) != tag &&
+    while ((s & SY_BUCKET_TAG_MASK) != tag &&
            atomic_load_explicit(&b->key, memory_order_acquire) == key)
-        if (atomic_compare_exchange_weak_explicit(
-                &b->state, &s, tag, memory_order_acq_rel, memory_order_acquire))
+        if (atomic_compare_exchange_weak_explicit(&b->state, &s, full | tag,
+                                                  memory_order_acq_rel,
+                                                  memory_order_acquire))
             return;
 }
 
-sy__bucket *sy__store_bucket(sy_policy_store *st, uint64_t key,
-                             uint64_t now_us) {
+sy__bucket *sy__store_bucket(sy_policy_store *st, uint64_t key, uint64_t now) {
     sy__bucket *t = sy__store_buckets(st);
     uint32_t mask = st->slots - 1;
     sy__bucket *spare = NULL;
@@ -118,14 +118,15 @@ sy__bucket *sy__store_bucket(sy_policy_store *st, uint64_t key,
         }
         if (!spare) {
             uint64_t s = atomic_load_explicit(&b->state, memory_order_relaxed);
-            if ((s >> 16) <= now_us)
+            if (sy__bucket_time(s) <= now)
                 spare = b; /* full again: no bucket is the same */
         }
     }
     if (spare) {
         uint64_t k = atomic_load_explicit(&spare->key, memory_order_relaxed);
         uint64_t s = atomic_load_explicit(&spare->state, memory_order_relaxed);
-        if ((s >> 16) <= now_us && (s & 0xffff) == tag_of(k) &&
+        if (sy__bucket_time(s) <= now &&
+            (s & SY_BUCKET_TAG_MASK) == sy__bucket_tag(k) &&
             atomic_compare_exchange_strong(&spare->key, &k, key)) {
             /* an old key's taker may still write its tag after s was read:
              * sy__store_bucket_own tries until the state is this key's;
@@ -375,12 +376,14 @@ void sy_policy_store_stats(const sy_policy_store *cst, sy_policy_stats *out) {
     out->slots = st->slots;
     out->breakers = st->breakers;
     int64_t b = atomic_load_explicit(&st->base_ms, memory_order_relaxed);
-    uint64_t now_us = b ? sy__store_now_us(st, sy__now_realtime_ms()) : 0;
+    uint64_t now = b ? sy__store_since_ms(st, sy__now_realtime_ms()) *
+                           SY_BUCKET_UNITS_PER_MS
+                     : 0;
     sy__bucket *t = sy__store_buckets(st);
     for (uint32_t i = 0; i < st->slots; i++) {
         uint64_t k = atomic_load_explicit(&t[i].key, memory_order_relaxed);
         uint64_t s = atomic_load_explicit(&t[i].state, memory_order_relaxed);
-        out->buckets_used += k && (s >> 16) > now_us;
+        out->buckets_used += k && sy__bucket_time(s) > now;
     }
     sy__brk *bt = sy__store_brks(st);
     for (uint32_t i = 0; i < st->breakers; i++) {

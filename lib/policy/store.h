@@ -38,7 +38,9 @@
 #include <stdatomic.h>
 
 #define SY_STORE_MAGIC 0x3152545359505953ull /* "SYPYSTR1" */
-#define SY_STORE_VERSION 5u /* 5: owner bits in a table of their own */
+/* 5: owner bits in a table of their own; 6: a bucket's refill end in
+ * 1/4096 us, its tag 4 bits */
+#define SY_STORE_VERSION 6u
 #define SY_STORE_PROBES 32u
 /* routers (of any process) using one store at once */
 #define SY_STORE_OWNERS 256u
@@ -46,9 +48,27 @@
 
 typedef struct sy__bucket {
     _Atomic uint64_t key;
-    /* (theoretical arrival time in us since the base) << 16 | key's tag */
+    /* (theoretical arrival time since the base, in SY_BUCKET_UNITS_PER_MS
+     * units a millisecond) << SY_BUCKET_TAG_BITS | key's tag */
     _Atomic uint64_t state;
 } sy__bucket;
+/* A bucket's time unit, 1/4096 us: fine enough that every accepted rate
+ * (at most 2^31 - 1 tokens a second) has a whole unit or more between
+ * two tokens (ratelimit.c runs the rate exactly on that grid), and 60
+ * bits of it are 2^48 us (8.9 years), what 48 bits of microseconds held.
+ * The tag is the key's top 4 bits: it tells a slot's state is its key's
+ * (store.c sy__store_bucket_own; a new state's time also carries 40 bits
+ * of the key, so an old key's taker's CAS fails on it). */
+#define SY_BUCKET_TAG_BITS 4u
+#define SY_BUCKET_TAG_MASK ((1ull << SY_BUCKET_TAG_BITS) - 1)
+#define SY_BUCKET_UNITS_PER_MS 4096000ull
+#define SY_BUCKET_TIME_END (1ull << (64 - SY_BUCKET_TAG_BITS))
+static inline uint64_t sy__bucket_tag(uint64_t key) {
+    return key >> (64 - SY_BUCKET_TAG_BITS);
+}
+static inline uint64_t sy__bucket_time(uint64_t state) {
+    return state >> SY_BUCKET_TAG_BITS;
+}
 
 #define SY_BRK_WORDS (SY_BREAKER_WINDOW_MAX / 64)
 #define SY_BRK_TOMB UINT64_MAX /* a freed entry's key (sy__brk_key never) */
@@ -106,11 +126,11 @@ static inline int64_t sy__store_base(sy_policy_store *st, int64_t now_ms) {
     int64_t b = atomic_load_explicit(&st->base_ms, memory_order_relaxed);
     return b ? b : sy__store_set_base(st, now_ms);
 }
-/* Microseconds since the store's time base for now_ms (earlier times
+/* Milliseconds since the store's time base for now_ms (earlier times
  * give 0); inline: every check reads it. */
-static inline uint64_t sy__store_now_us(sy_policy_store *st, int64_t now_ms) {
+static inline uint64_t sy__store_since_ms(sy_policy_store *st, int64_t now_ms) {
     int64_t b = sy__store_base(st, now_ms);
-    return now_ms > b ? (uint64_t)(now_ms - b) * 1000u : 0;
+    return now_ms > b ? (uint64_t)(now_ms - b) : 0;
 }
 /* Milliseconds since the base, at least 1. */
 static inline uint64_t sy__store_rel_ms(sy_policy_store *st, int64_t now_ms) {
@@ -136,11 +156,10 @@ static inline sy__bucket *sy__store_bucket_home(sy_policy_store *st,
     uint64_t k = atomic_load_explicit(&b->key, memory_order_acquire);
     return k == key ? b : NULL;
 }
-/* The bucket slot of `key` (never 0), found or claimed at now_us (a slot
- * whose bucket is full by then may be taken); NULL: no slot within the
- * probe limit (counted in store_full). */
-sy__bucket *sy__store_bucket(sy_policy_store *st, uint64_t key,
-                             uint64_t now_us);
+/* The bucket slot of `key` (never 0), found or claimed at `now` (bucket
+ * units since the base: a slot whose bucket is full by then may be
+ * taken); NULL: no slot within the probe limit (counted in store_full). */
+sy__bucket *sy__store_bucket(sy_policy_store *st, uint64_t key, uint64_t now);
 /* Make b's state key's (a full bucket under key's tag) unless it is
  * already, while b holds key. A slot's claimer does it right after its key
  * CAS, and a taker that finds the key there with another tag's state (the

@@ -1452,6 +1452,8 @@ typedef struct sy_breaker_permit {
     sy_policy_store *store;
     uint32_t entry;
     uint32_t epoch;
+    int64_t (*clock_ms)(void *data); /* the router's, for record's now_ms 0 */
+    void *clock_data;
 } sy_breaker_permit;
 /*
  * Ask the route's CircuitBreaker for permission to call upstream now
@@ -1478,13 +1480,14 @@ typedef enum sy_breaker_verdict {
  * Record the outcome of a permitted call: `outcome` as the host saw it,
  * `status` the upstream's answer (0 when none), `duration_ms` the call's
  * time, `now_ms` the time now (epoch ms, read only when the state moves;
- * 0: real time then). A failure is a connect failure, a timeout, or a status
- * listed in statusCodes; a slow call one longer than slowCallDurationThreshold.
- * The window and state change as Resilience4j's count-based breaker does. The
- * verdict is SCG's: a failure goes to the fallbackUri; without one, a timeout
- * is 504 and, under resumeWithoutError, a listed status passes the answer on
- * and a connect failure is an empty 200 (RESUME). Any thread (the permit
- * carries what it needs); lock-free.
+ * 0: the clock the permit was asked with, the router's clock callback or
+ * real time, as sy_match_breaker_acquire's now_ms 0). A failure is a connect
+ * failure, a timeout, or a status listed in statusCodes; a slow call one longer
+ * than slowCallDurationThreshold. The window and state change as Resilience4j's
+ * count-based breaker does. The verdict is SCG's: a failure goes to the
+ * fallbackUri; without one, a timeout is 504 and, under resumeWithoutError, a
+ * listed status passes the answer on and a connect failure is an empty 200
+ * (RESUME). Any thread (the permit carries what it needs); lock-free.
  */
 SY_API sy_breaker_verdict sy_breaker_record(const sy_breaker_permit *p,
                                             sy_outcome outcome, int status,
@@ -1515,9 +1518,11 @@ SY_API const sy_retry_policy *sy_match_retry_policy(const sy_match *m);
  * `series`, or the failure (CONNECT_FAILURE, TIMEOUT) is in `exceptions`,
  * and the delay keeps the whole within `timeout` (elapsed_ms since the
  * first attempt). *delay_ms gets the backoff to wait (0 without backoff;
- * jitter drawn from `random`, any 64-bit number). The host then targets
- * again with the tried instances in sy_match_target's exclude list. Pure;
- * any thread while the snapshot is held.
+ * jitter drawn from `random`, any 64-bit number, used as given: 0 is the
+ * shortest delay, not the router's random callback, which this pure call
+ * cannot reach; pass a draw of your own, docs/policies.md). The host then
+ * targets again with the tried instances in sy_match_target's exclude list.
+ * Pure; any thread while the snapshot is held.
  */
 SY_API bool sy_retry_next(const sy_retry_policy *p, uint32_t retries_done,
                           sy_str method, sy_outcome outcome, int status,

@@ -1175,6 +1175,104 @@ static sy_breaker_state state_of(fix *f) {
     return bi.state;
 }
 
+/* A host's clock and random source (sy_router_options.clock_ms,
+ * .random), for the calls given now_ms 0 and random 0. */
+static int64_t fake_now;
+static int fake_random_calls;
+static int64_t fake_clock(void *data) {
+    (void)data;
+    return fake_now;
+}
+static uint64_t fake_random(void *data) {
+    (void)data;
+    fake_random_calls++;
+    return 0x9e3779b97f4a7c15ull;
+}
+
+static sy_router *clocked_router(const char *doc) {
+    sy_router *r;
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.clock_ms = fake_clock;
+    o.random = fake_random;
+    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
+    ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
+    ck_assert_int_eq(sy_router_apply(r, "s", doc, strlen(doc), NULL, NULL), 0);
+    return r;
+}
+
+/* now_ms 0 in sy_breaker_record reads the clock sy_match_breaker_acquire
+ * reads (the router's callback): a breaker opened by records on a host's
+ * clock half-opens when that clock has passed waitDurationInOpenState.
+ * The record read real time: the breaker opened at today's date and never
+ * half-opened on a test's (or a replay's) clock. */
+START_TEST(a_record_at_now_zero_reads_the_routers_clock) {
+    fix f;
+    fake_now = T0;
+    fix_open(&f, clocked_router(CB_ROUTE("\"slidingWindowSize\":2,"
+                                         "\"minimumNumberOfCalls\":2,"
+                                         "\"waitDurationInOpenState\":\"1s\","
+                                         "\"permittedNumberOfCallsInHalfOpen"
+                                         "State\":1")));
+    for (int i = 0; i < 2; i++) {
+        sy_breaker_permit p = ask(&f, 0);
+        ck_assert(p.permitted);
+        ck_assert_int_eq(sy_breaker_record(&p, SY_OUTCOME_TIMEOUT, 0, 5, 0),
+                         SY_BREAKER_FALLBACK);
+    }
+    ck_assert_int_eq(state_of(&f), SY_BREAKER_OPEN);
+    fake_now = T0 + 999;
+    ck_assert(!ask(&f, 0).permitted);
+    fake_now = T0 + 1000; /* opened at T0 on the router's clock */
+    sy_breaker_permit h = ask(&f, 0);
+    ck_assert(h.permitted);
+    ck_assert_int_eq(h.state, SY_BREAKER_HALF_OPEN);
+    /* and the half-open one opens again at the router's time */
+    fake_now = T0 + 1500;
+    sy_breaker_record(&h, SY_OUTCOME_CONNECT_FAILURE, 0, 5, 0);
+    ck_assert_int_eq(state_of(&f), SY_BREAKER_OPEN);
+    fake_now = T0 + 2499;
+    ck_assert(!ask(&f, 0).permitted);
+    fake_now = T0 + 2500;
+    ck_assert(ask(&f, 0).permitted);
+    fix_close(&f);
+}
+END_TEST
+
+/* sy_retry_next's random is used as given, 0 too: the policy alone is
+ * passed (no router, no match), so it cannot reach a router's random
+ * callback, and the call stays pure (the same arguments, the same delay:
+ * a replay passes the recorded number). 0 is a draw like any other, the
+ * jitter range's lowest delay; a host draws from its own source (the
+ * Python binding's RetryPolicy.next does, from the router's random). */
+START_TEST(retry_random_zero_is_a_draw_not_the_routers_source) {
+    fix f;
+    fake_random_calls = 0;
+    char doc[400];
+    snprintf(doc, sizeof doc,
+             "[{\"id\":\"r\",\"uri\":\"http://b\",\"filters\":[\"Retry=3, "
+             "BAD_GATEWAY, GET, 100ms, 1s, 2, false, 0.5\"]}]");
+    fix_open(&f, clocked_router(doc));
+    const sy_retry_policy *p = sy_match_retry_policy(fix_match(&f, "/x"));
+    ck_assert_ptr_nonnull(p);
+    int calls = fake_random_calls; /* the match may have drawn a seed */
+    sy_str get = {"GET", 3};
+    uint32_t d0, d;
+    ck_assert(sy_retry_next(p, 0, get, SY_OUTCOME_5XX, 502, 0, 0, &d0));
+    ck_assert_uint_eq(d0, 100); /* 100 ms - 50, kept at firstBackoff */
+    for (int i = 0; i < 8; i++) {
+        ck_assert(sy_retry_next(p, 0, get, SY_OUTCOME_5XX, 502, 0, 0, &d));
+        ck_assert_uint_eq(d, d0);
+    }
+    ck_assert_int_eq(fake_random_calls, calls);
+    /* the router's own draw, passed by the host, jitters */
+    ck_assert(sy_retry_next(p, 0, get, SY_OUTCOME_5XX, 502, 0,
+                            fake_random(NULL), &d));
+    ck_assert_uint_ne(d, d0);
+    ck_assert_uint_le(d, 150);
+    fix_close(&f);
+}
+END_TEST
+
 /* A document of n routes r<first>.. whose breakers are named b<k>..,
  * in buf. */
 static const char *breaker_doc(char *buf, size_t cap, int first, int n,
@@ -2898,6 +2996,8 @@ int main(void) {
     tcase_add_test(tc, status_names_are_read_as_scg_reads_them);
     tcase_add_test(tc, retry_lists_as_arrays_and_empty_arrays_are_scgs);
     tcase_add_test(tc, retry_backoff_grows_by_factor_caps_and_jitters);
+    tcase_add_test(tc, retry_random_zero_is_a_draw_not_the_routers_source);
+    tcase_add_test(tc, a_record_at_now_zero_reads_the_routers_clock);
     tcase_add_test(tc, sub_millisecond_durations_are_refused_not_cut);
     tcase_add_test(tc, long_durations_are_refused_or_run_not_clamped);
     tcase_add_test(tc, breaker_opens_half_opens_and_closes);

@@ -425,17 +425,20 @@ static uint32_t ones(_Atomic uint64_t *bits, uint32_t window) {
     return n;
 }
 
-/* sy_breaker_record's time: the host's, or (0) real time, read only
- * when the state moves. */
-static int64_t now_or_real(int64_t now_ms) {
-    return now_ms ? now_ms : sy__now_realtime_ms();
+/* sy_breaker_record's time, read only when the state moves: the host's,
+ * or (0) the clock the permit was asked with (the router's clock
+ * callback, else real time), as sy_match_breaker_acquire reads it. */
+static int64_t now_or_real(const sy_breaker_permit *p, int64_t now_ms) {
+    if (now_ms)
+        return now_ms;
+    return p->clock_ms ? p->clock_ms(p->clock_data) : sy__now_realtime_ms();
 }
 
 /* Weigh the closed window after the outcome of call idx went in; opens
  * the breaker past a threshold. */
 static void weigh_closed(sy_policy_store *st, sy__brk *b,
                          const sy__brk_cfg *cfg, uint64_t w, uint64_t idx,
-                         int64_t now_ms) {
+                         const sy_breaker_permit *p, int64_t now_ms) {
     uint64_t calls = idx + 1 < cfg->window ? idx + 1 : cfg->window;
     if (calls < cfg->min_calls)
         return;
@@ -450,7 +453,7 @@ static void weigh_closed(sy_policy_store *st, sy__brk *b,
             &b->word, &w, mkword(SY_BREAKER_OPEN, e, 0, 0, 0, 0))) {
         atomic_store(
             &b->since,
-            mksince(e, false, sy__store_rel_ms(st, now_or_real(now_ms))));
+            mksince(e, false, sy__store_rel_ms(st, now_or_real(p, now_ms))));
         sy__store_count(&st->breaker_opened);
     }
 }
@@ -459,7 +462,8 @@ static void weigh_closed(sy_policy_store *st, sy__brk *b,
  * threshold. */
 static void record_closed(sy_policy_store *st, sy__brk *b,
                           const sy__brk_cfg *cfg, uint64_t w, bool fail,
-                          bool slow, int64_t now_ms) {
+                          bool slow, const sy_breaker_permit *p,
+                          int64_t now_ms) {
     uint64_t idx = atomic_fetch_add(&b->pos, 1);
     uint64_t i = idx % cfg->window, mask = 1ull << (i % 64);
     size_t word = (size_t)(i / 64);
@@ -471,12 +475,13 @@ static void record_closed(sy_policy_store *st, sy__brk *b,
      * usual call) */
     if (!fail && !slow && idx >= cfg->min_calls)
         return;
-    weigh_closed(st, b, cfg, w, idx, now_ms);
+    weigh_closed(st, b, cfg, w, idx, p, now_ms);
 }
 
 static void record_half_open(sy_policy_store *st, sy__brk *b,
                              const sy__brk_cfg *cfg, uint64_t w, bool fail,
-                             bool slow, int64_t now_ms) {
+                             bool slow, const sy_breaker_permit *p,
+                             int64_t now_ms) {
     uint32_t epoch = (uint32_t)EPOCH(w);
     for (;;) {
         uint64_t calls = HCALLS(w) + 1, fails = HFAILS(w) + fail,
@@ -494,7 +499,7 @@ static void record_half_open(sy_policy_store *st, sy__brk *b,
         }
         if (atomic_compare_exchange_weak(&b->word, &w, nw)) {
             uint64_t now =
-                to < 0 ? 0 : sy__store_rel_ms(st, now_or_real(now_ms));
+                to < 0 ? 0 : sy__store_rel_ms(st, now_or_real(p, now_ms));
             if (to == SY_BREAKER_CLOSED) {
                 clear_window(b);
                 atomic_store(&b->since, mksince(epoch + 1, true, now));
@@ -513,8 +518,8 @@ static void record_half_open(sy_policy_store *st, sy__brk *b,
 /* weigh_closed after a success, its verdict PASS. */
 static __attribute__((noinline)) sy_breaker_verdict
 weigh_pass(sy_policy_store *st, sy__brk *b, const sy__brk_cfg *cfg, uint64_t w,
-           uint64_t idx, int64_t now_ms) {
-    weigh_closed(st, b, cfg, w, idx, now_ms);
+           uint64_t idx, const sy_breaker_permit *p, int64_t now_ms) {
+    weigh_closed(st, b, cfg, w, idx, p, now_ms);
     return SY_BREAKER_PASS;
 }
 
@@ -544,9 +549,9 @@ record_any(const sy_breaker_permit *p, sy_outcome outcome, int status,
         return v; /* asked before a transition: counts no more */
     /* the time is read only when the state moves */
     if (ST(w) == SY_BREAKER_CLOSED)
-        record_closed(st, b, cfg, w, fail, slow, now_ms);
+        record_closed(st, b, cfg, w, fail, slow, p, now_ms);
     else if (ST(w) == SY_BREAKER_HALF_OPEN)
-        record_half_open(st, b, cfg, w, fail, slow, now_ms);
+        record_half_open(st, b, cfg, w, fail, slow, p, now_ms);
     return v;
 }
 
@@ -574,7 +579,7 @@ sy_breaker_verdict sy_breaker_record(const sy_breaker_permit *p,
         set_bit(&b->fbits[word], mask, false);
         set_bit(&b->sbits[word], mask, false);
         if (idx < cfg->min_calls) /* a tail call: no register kept */
-            return weigh_pass(st, b, cfg, w, idx, now_ms);
+            return weigh_pass(st, b, cfg, w, idx, p, now_ms);
         return SY_BREAKER_PASS;
     }
     return record_any(p, outcome, status, duration_ms, now_ms);

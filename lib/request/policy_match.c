@@ -194,6 +194,9 @@ int sy_match_breaker_acquire(const sy_match *m, int64_t now_ms,
     sy__brk_now now = {now_ms, snap_now, m};
     sy__brk_acquire(m->snap->policy, cfg, m->route->id, m->snap->generation,
                     &now, out);
+    /* record's now_ms 0 reads the clock this call reads */
+    out->clock_ms = m->snap->clock_ms;
+    out->clock_data = m->snap->clock_data;
     return 0;
 }
 

@@ -262,6 +262,37 @@ START_TEST(a_claimers_unfinished_slot_is_finished_by_its_takers) {
 }
 END_TEST
 
+/* The tag is 4 bits (store format 6): two keys of one tag are common, so
+ * a slot handed from one to the other must still change its state word,
+ * or an old key's taker that read the new bucket's state would CAS its
+ * draw in. A new bucket's time carries 40 bits of its key: the two new
+ * states differ, both read as full, and neither is a taken bucket's. */
+START_TEST(a_new_buckets_state_differs_between_keys_of_one_tag) {
+    sy__bucket b = {0};
+    int pairs = 0;
+    for (uint64_t i = 1; i < 4096 && pairs < 64; i++) {
+        uint64_t k1 = i * 0x9e3779b97f4a7c15ull, k2 = k1 ^ (i << 12);
+        if (sy__bucket_tag(k1) != sy__bucket_tag(k2) || !k2)
+            continue;
+        pairs++;
+        atomic_store(&b.key, k1);
+        atomic_store(&b.state, sy__bucket_tag(k1) ^ 1); /* another's */
+        sy__store_bucket_own(&b, k1);
+        uint64_t s1 = atomic_load(&b.state);
+        atomic_store(&b.key, k2);
+        atomic_store(&b.state, sy__bucket_tag(k2) ^ 1);
+        sy__store_bucket_own(&b, k2);
+        uint64_t s2 = atomic_load(&b.state);
+        ck_assert_uint_eq(s1 & SY_BUCKET_TAG_MASK, sy__bucket_tag(k1));
+        ck_assert_uint_ne(s1, s2);
+        /* full at any time past the base's first day */
+        ck_assert_uint_lt(sy__bucket_time(s1), SY_BUCKET_UNITS_PER_MS * 269000);
+        ck_assert_uint_lt(sy__bucket_time(s2), SY_BUCKET_UNITS_PER_MS * 269000);
+    }
+    ck_assert_int_eq(pairs, 64);
+}
+END_TEST
+
 /* A breaker cycling closed -> open -> half-open -> closed while threads
  * record into its window: the failures and slow calls it reports never
  * exceed the window (a count cleared beside a racing record once wrapped
@@ -723,6 +754,7 @@ int main(void) {
     tcase_add_test(tc, a_half_open_breaker_admits_exactly_its_permits);
     tcase_add_test(tc, slots_taken_over_by_racing_keys_stay_usable);
     tcase_add_test(tc, a_claimers_unfinished_slot_is_finished_by_its_takers);
+    tcase_add_test(tc, a_new_buckets_state_differs_between_keys_of_one_tag);
     tcase_add_test(tc, a_cycling_breaker_counts_stay_within_its_window);
     tcase_add_test(tc, freed_breaker_entries_are_reused_beside_readers);
     tcase_add_test(tc, a_slow_holder_keeps_the_breaker_lock);

@@ -84,7 +84,7 @@ static uint32_t home_of(uint64_t key, uint32_t n) {
 
 void sy__store_bucket_own(sy__bucket *b, uint64_t key) {
     uint64_t tag = sy__bucket_tag(key);
-    /* a full bucket: a time of 40 bits of the key (under 269 ms, the base
+    /* a full bucket: a time of 40 bits of the key (under 269 s, the base
      * is a day before the first check), so that no other key's new state
      * nor any taken one (a time of now or later) is the same word */
     uint64_t full = (key >> 8 & ((1ull << 40) - 1)) << SY_BUCKET_TAG_BITS;

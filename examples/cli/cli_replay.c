@@ -9,7 +9,9 @@
  *   METHOD URL[<TAB>Name: value]...        (plain; URL /path?q or http://h/p)
  *   1.2.3.4 - - [10/Oct/2024:13:55:36 +0000] "GET /a HTTP/1.1" 200 5 "-" "ua"
  *                                          (nginx's combined log format)
- *   {"method":"GET","path":"/a","host":...} (the mini-gateway's access log)
+ *   {"method":"GET","path":"/a","host":...} (the mini-gateway's access log;
+ *                                          its lines of requests not routed,
+ *                                          path null or "*", are skipped)
  *
  * Blank lines and lines starting with '#' are skipped.
  */
@@ -145,9 +147,15 @@ static const char *parse_json(const char *line, replay_req *r) {
     cJSON *q = cJSON_GetObjectItemCaseSensitive(o, "query");
     cJSON *h = cJSON_GetObjectItemCaseSensitive(o, "host");
     cJSON *a = cJSON_GetObjectItemCaseSensitive(o, "remote_addr");
-    if (cJSON_IsNull(m) && cJSON_IsNull(p)) {
+    /* skipped: a request refused before its head was read (method and
+     * path null), and those the gateway answered without routing them: a
+     * CONNECT (path null: its authority-form target) and OPTIONS * */
+    if ((cJSON_IsNull(m) && cJSON_IsNull(p)) ||
+        (cJSON_IsString(m) &&
+         (cJSON_IsNull(p) ||
+          (cJSON_IsString(p) && strcmp(p->valuestring, "*") == 0)))) {
         cJSON_Delete(o);
-        return NULL; /* refused before its head was read: skipped */
+        return NULL;
     }
     if (!cJSON_IsString(m) || !cJSON_IsString(p) || p->valuestring[0] != '/')
         why = "needs \"method\" and \"path\" (a string starting with '/')";

@@ -100,6 +100,17 @@ printf '{"time":"2024-10-10T13:55:36Z","method":"GET","path":"/api/users/2","que
 same "replay of the mini-gateway access log, null for no route" \
     '{"requests":2,"changed":[{"method":"GET","url":"/api/users/2?a=1","line":1,"old_route":"users","new_route":"api","old_upstream":"http://u:1","new_upstream":"http://a:1","old_instance":null,"new_instance":null},{"method":"DELETE","url":"/old/1","line":2,"old_route":"gone","new_route":null,"old_upstream":"http://g:1","new_upstream":null,"old_instance":null,"new_instance":null}],"summary":[{"old_route":"users","new_route":"api","count":1},{"old_route":"gone","new_route":null,"count":1}]}' \
     "$("$bin" diff --requests "$tmp/access.log" --json "$tmp/old.json" "$tmp/new.json")"
+# lines the gateway writes for requests it answered without routing them:
+# CONNECT (405, path null) and OPTIONS * (400, path "*"); they made the
+# whole replay exit 2 ("needs method and path") on a real access log
+printf '{"method":"GET","path":"/api/users/2","query":null}\n{"method":"CONNECT","path":null,"query":null,"status":405}\n{"method":"OPTIONS","path":"*","query":null,"status":400}\n{"method":"DELETE","path":"/old/1"}\n' >"$tmp/unrouted.log"
+same "replay of an access log with CONNECT and OPTIONS * lines: skipped" \
+    '2 of 2 requests re-routed:' \
+    "$("$bin" diff --requests "$tmp/unrouted.log" "$tmp/old.json" "$tmp/new.json" 2>"$tmp/err" | grep 'requests re-routed')"
+same "and counted as lines without a request" "$tmp/unrouted.log: 2 lines without a request skipped (first: line 2)" "$(cat "$tmp/err")"
+printf '{"method":"GET","path":"api/x"}\n' >"$tmp/relpath.log"
+"$bin" diff --requests "$tmp/relpath.log" "$tmp/old.json" "$tmp/new.json" >/dev/null 2>"$tmp/err"
+same "a path the gateway never logs is still an error" "2 yes" "$? $(grep -q 'relpath.log:1: needs' "$tmp/err" && echo yes)"
 printf 'GET /a\nGET\n' >"$tmp/badreq.txt"
 "$bin" diff --requests "$tmp/badreq.txt" "$tmp/old.json" "$tmp/new.json" >/dev/null 2>"$tmp/err"
 same "a bad request line exits 2" 2 "$?"

@@ -109,6 +109,8 @@ def _json_line(line: str) -> Optional[Dict[str, Any]]:
     m, p = o.get("method"), o.get("path")
     if "method" in o and "path" in o and m is None and p is None:
         return None  # refused before its head was read: skipped
+    if isinstance(m, str) and ("path" in o and p is None or p == "*"):
+        return None  # CONNECT (path null) or OPTIONS *: not routed, skipped
     if not isinstance(m, str) or not isinstance(p, str) or \
             not p.startswith("/"):
         raise _Bad("needs \"method\" and \"path\" (a string starting "

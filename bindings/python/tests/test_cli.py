@@ -457,6 +457,10 @@ REPLAY_FILES = {
                   '{"method":null,"path":null,"status":400}\n'
                   '{"method":"DELETE","path":"/old/1","query":null}\n',
     "bad.txt": "GET /a\nGET\n",
+    # what the gateway logs for requests it answers without routing them
+    "unrouted.log": '{"method":"GET","path":"/api/users/2","query":null}\n'
+                    '{"method":"CONNECT","path":null,"status":405}\n'
+                    '{"method":"OPTIONS","path":"*","status":400}\n',
 }
 
 
@@ -468,6 +472,7 @@ REPLAY_FILES = {
      "old.json", "new.json"],
     ["diff", "--requests", "nginx.log", "--json", "old.json", "new.json"],
     ["diff", "--requests", "access.log", "old.json", "new.json"],
+    ["diff", "--requests", "unrouted.log", "old.json", "new.json"],
     ["diff", "--requests", "bad.txt", "old.json", "new.json"],
     ["diff", "--requests", "x", "--help"],
     ["diff", "--requests", "plain.txt", "old.json"],
@@ -494,3 +499,21 @@ def test_diff_requests_as_the_c_tool(tmp_path, argv):
                         env=_env())
     assert (py.returncode, py.stdout, py.stderr) == \
         (c.returncode, c.stdout, c.stderr)
+
+
+def test_diff_requests_skips_the_access_logs_unrouted_lines(tmp_path):
+    """CONNECT (path null) and OPTIONS * (path "*") lines, which the
+    gateway writes for requests it answers without routing, are skipped
+    and counted; they made the replay exit 2 on a real access log."""
+    import json as _json
+    (tmp_path / "old.json").write_text(_json.dumps(REPLAY_OLD))
+    (tmp_path / "new.json").write_text(_json.dumps(REPLAY_NEW))
+    (tmp_path / "unrouted.log").write_text(REPLAY_FILES["unrouted.log"])
+    py = subprocess.run([sys.executable, "-m", "switchyard", "diff",
+                         "--requests", "unrouted.log", "old.json",
+                         "new.json"], cwd=tmp_path, capture_output=True,
+                        text=True, env=_env())
+    assert py.returncode == 0, py.stderr
+    assert "1 of 1 request re-routed" in py.stdout
+    assert py.stderr == ("unrouted.log: 2 lines without a request skipped "
+                         "(first: line 2)\n")

@@ -516,8 +516,9 @@ sy_str gw_cors_preflight_method(const gw_request *q);
 /* trace.c: W3C Trace Context */
 /* Read r's traceparent (one, valid) or start a trace; a new span id. */
 void gw_trace_begin(gw_trace *t, const sy_request *r);
-/* The client's traceparent is not sent on: the gateway writes its own. */
-bool gw_trace_is_header(sy_str name);
+/* The client's traceparent is not sent on (the gateway writes its own),
+ * nor its tracestate when t is a new trace. */
+bool gw_trace_drops(const gw_trace *t, sy_str name);
 /* "traceparent: 00-<trace>-<the gateway's span>-<flags>\r\n" at w (room
  * for GW_TRACE_LINE bytes); the byte after it */
 #define GW_TRACE_LINE 70

@@ -4,7 +4,7 @@
  * the gateway's own span gets a new id, and the traceparent sent upstream
  * names that span as the parent. Without one (or with an invalid one, as
  * the spec says) a new trace is started, sampled. tracestate goes on as
- * it came (it is an ordinary header of the request).
+ * it came with the client's trace, and is dropped with a new one.
  *
  *   in:   traceparent: 00-<trace id 32 hex>-<client span 16 hex>-<flags>
  *   up:   traceparent: 00-<same trace id>-<gateway span 16 hex>-<flags>
@@ -152,8 +152,14 @@ void gw_trace_begin(gw_trace *t, const sy_request *r) {
     rng_state = st;
 }
 
-bool gw_trace_is_header(sy_str name) {
-    return name.len == 11 && strncasecmp(name.ptr, "traceparent", 11) == 0;
+/* A header the upstream request does not carry as the client sent it:
+ * traceparent (gw_trace_put writes the gateway's), and tracestate when
+ * the gateway started a new trace (no parent): its vendors' entries
+ * belong to the client's trace, and W3C has it discarded then. */
+bool gw_trace_drops(const gw_trace *t, sy_str name) {
+    return (name.len == 11 && strncasecmp(name.ptr, "traceparent", 11) == 0) ||
+           (name.len == 10 && !t->parent_id[0] &&
+            strncasecmp(name.ptr, "tracestate", 10) == 0);
 }
 
 /* one copy of a fixed layout (no printf per request): the ids are always

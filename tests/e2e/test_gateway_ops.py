@@ -302,6 +302,29 @@ def body(procs, c):
         "the access log: rate limited, retries, a fallback logged with the "
         "client's path, its route and breaker, and the route that answered")
 
+    # --- trace context: a new trace, and a header's trailing whitespace ---
+    # a tracestate belongs to the trace its traceparent names: with none,
+    # an invalid one or several, the gateway starts a new trace and sends
+    # no tracestate (W3C: discarded); it went on with the new trace before
+    tid = "0af7651916cd43dd8448eb211c80319c"
+    for what, hdrs in (
+            ("no traceparent", [("tracestate", "vendor=x")]),
+            ("an invalid traceparent", [
+                ("traceparent", "00-%s-b7ad6b7169203331-0" % tid),
+                ("tracestate", "vendor=x")]),
+            ("two traceparents", [
+                ("traceparent", "00-%s-b7ad6b7169203331-01" % tid),
+                ("traceparent", "00-%s-b7ad6b7169203332-01" % tid),
+                ("tracestate", "vendor=x")])):
+        data = h.raw(pg.port, b"GET /fb HTTP/1.1\r\nHost: x\r\n" + b"".join(
+            b"%s: %s\r\n" % (k.encode(), v.encode()) for k, v in hdrs) +
+            b"Connection: close\r\n\r\n")
+        body_ = data.split(b"\r\n\r\n", 1)[-1]
+        sent = h.echoed_header(body_, "traceparent")
+        c.ok(sent and tid not in sent, "%s: a new trace (%r)" % (what, sent))
+        c.eq(h.echoed_header(body_, "tracestate"), None,
+             "%s: no tracestate upstream" % what)
+
     # --- a dry run sees the instance choice change (a gray release) ---
     def gray(version):
         return [{"id": "gray", "uri": "lb://svc", "predicates": ["Path=/svc/**"],

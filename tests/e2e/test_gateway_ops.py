@@ -324,6 +324,17 @@ def body(procs, c):
         c.ok(sent and tid not in sent, "%s: a new trace (%r)" % (what, sent))
         c.eq(h.echoed_header(body_, "tracestate"), None,
              "%s: no tracestate upstream" % what)
+    # a field value's trailing whitespace is not part of it (RFC 9110 5.5):
+    # a valid traceparent followed by a space started a new trace
+    data = h.raw(pg.port, b"GET /fb HTTP/1.1\r\nHost: x\r\ntraceparent: "
+                 b"00-%s-b7ad6b7169203331-01 \t\r\ntracestate: vendor=x\r\n"
+                 b"Connection: close\r\n\r\n" % tid.encode())
+    body_ = data.split(b"\r\n\r\n", 1)[-1]
+    sent = h.echoed_header(body_, "traceparent")
+    c.ok(sent and sent.startswith("00-%s-" % tid),
+         "a traceparent with trailing whitespace keeps its trace: %r" % sent)
+    c.eq(h.echoed_header(body_, "tracestate"), "vendor=x",
+         "and its tracestate goes on")
 
     # --- a dry run sees the instance choice change (a gray release) ---
     def gray(version):

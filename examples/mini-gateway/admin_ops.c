@@ -611,11 +611,24 @@ void gw_admin_dry_run(httpd_conn *c, const char *source, const char *body,
             gw_report_part_json(&b, sy_report_part(rep, 0));
         else if (rep)
             gw_report_part_json(&b, rep);
-        else { /* a new source: every route is added */
+        else { /* a new source: every route is added, as the real PUT's
+                * report says (its version, never skipped) */
             sy_snapshot *s = sy_router_acquire(after);
             gw_buf_adds(&b, "{\"source\":");
             gw_buf_json_str(&b, source, strlen(source));
-            gw_buf_adds(&b, ",\"added\":[");
+            gw_buf_adds(&b, ",\"version\":");
+            sy_source_status ss;
+            const char *ver = NULL;
+            for (size_t i = 0; !ver && i < sy_router_source_count(after); i++)
+                if (!sy_router_source_status(after, i, &ss, NULL) &&
+                    strcmp(ss.name, source) == 0 && ss.version[0])
+                    ver = ss.version;
+            if (ver)
+                gw_buf_json_str(&b, ver, strlen(ver));
+            else
+                gw_buf_adds(&b, "null");
+            gw_buf_adds(&b, ",\"skipped\":false,\"version_not_bumped\":false,"
+                            "\"added\":[");
             size_t k = 0;
             for (size_t i = 0; i < sy_snapshot_route_count(s); i++) {
                 const sy_route *r = sy_snapshot_route_at(s, i);

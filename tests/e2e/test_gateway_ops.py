@@ -266,6 +266,17 @@ def body(procs, c):
          "a bad document: 400 with the located error")
     st, _, _ = gw.admin_call("GET", "/explain?url=/a", token=False)
     c.eq(st, 401, "the admin endpoints still need the token")
+    # a new source's dry run: the diff the real PUT reports, version and
+    # all (it lacked "version", "skipped" and "version_not_bumped")
+    newsrc = {"version": "7", "routes": [
+        {"id": "n7", "uri": "http://127.0.0.1:%d" % bport,
+         "predicates": ["Path=/n7/**"]}]}
+    st, _, data = gw.admin_call("PUT", "/routes/fresh?dry_run=1", newsrc)
+    dry_diff = json.loads(data)["diff"]
+    st, _, data = gw.admin_call("PUT", "/routes/fresh", newsrc)
+    c.eq(st, 200, "the real PUT of the new source")
+    c.eq(dry_diff, json.loads(data)["parts"][0],
+         "a new source's dry-run diff is the real PUT's report")
 
     # --- policy outcomes in the access log, and what a forward logs ---
     up = "http://127.0.0.1:%d" % bport

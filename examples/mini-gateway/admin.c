@@ -660,6 +660,26 @@ void gw_admin_route_change(httpd_conn *c, const char *source, const char *id,
                      ok_status, false);
 }
 
+/* A reading endpoint but /explain (and the console's page, which holds
+ * no data) takes no query parameter: one is answered 400 naming it. Taken
+ * before as not written: /shadowed?source=a answered every source's,
+ * /changes?limit=1 all of them. */
+static bool reads_no_query(gw_admin_call *a, const endpoint *ep) {
+    if (!a->query || !*a->query || ep->answer == gw_admin_explain ||
+        ep->answer == gw_admin_console)
+        return false;
+    const char *p = a->query + strspn(a->query, "&");
+    if (!*p)
+        return false;
+    size_t k = strcspn(p, "=&");
+    char msg[200];
+    snprintf(msg, sizeof msg,
+             "query parameter '%.*s' is not read: GET /%s takes none",
+             (int)(k < 64 ? k : 64), p, ep->pattern);
+    gw_reply_error(a->c, 400, msg);
+    return true;
+}
+
 /* Does the call's path fit the pattern? */
 static bool path_fits(const gw_admin_call *a, const char *pattern) {
     int i = 0;
@@ -728,6 +748,8 @@ static void handle(httpd_conn *c, httpd_req *r, void *data) {
         const endpoint *ep = &endpoints[i];
         if (!row_fits(&a, m, ep->methods, ep->pattern, &path_known))
             continue;
+        if (ep->answer && reads_no_query(&a, ep))
+            return;
         if (ep->answer)
             ep->answer(&a);
         else

@@ -187,6 +187,20 @@ def body(procs, c):
     st, _, data = gw.admin_call("GET", "/shadowed")
     c.eq(json.loads(data)["shadowed"][0]["shadowed_by"], ["api"],
          "/shadowed: users is shadowed by api")
+    # the reading endpoints take no parameter: one is refused naming it.
+    # Answered 200 before with the whole answer, as if not written (the
+    # shadowed routes of every source for ?source=ops, all 16 changes for
+    # ?limit=1)
+    for path in ("/shadowed?source=ops", "/changes?limit=1",
+                 "/instances?service=svc", "/routes?source=ops",
+                 "/status?verbose", "/report?x=1", "/fingerprint?source=ops",
+                 "/metrics?name[]=gateway_requests_total"):
+        st, _, data = gw.admin_call("GET", path)
+        key = path.split("?")[1].split("=")[0]
+        c.ok(st == 400 and ("'%s'" % key) in data.decode(),
+             "GET %s: 400 naming %s (%s %r)" % (path, key, st, data[:160]))
+    st, _, data = gw.admin_call("GET", "/shadowed?")
+    c.eq(st, 200, "an empty query is none")
     st, _, data = gw.admin_call("GET", "/instances")
     svcs = json.loads(data)["services"]
     c.eq([(s["name"], [(i["id"], i["state"], i["version"], i["ejected"])

@@ -608,10 +608,12 @@ static void change(gw_admin_call *a, const endpoint *ep) {
     int dry = gw_dry_run(a->query);
     if (dry < 0 || (dry && ep->stage != stage_document)) {
         gw_reply_error(a->c, 400,
-                       dry < 0 ? "dry run: write ?dry_run=1 (or true; 0 or "
-                                 "false for none): nothing changed"
-                               : "a dry run is answered for PUT "
-                                 "/routes/<source> only: nothing changed");
+                       dry == -2 ? "query parameter 'dry_run' given twice: "
+                                   "nothing changed"
+                       : dry < 0 ? "dry run: write ?dry_run=1 (or true; 0 or "
+                                   "false for none): nothing changed"
+                                 : "a dry run is answered for PUT "
+                                   "/routes/<source> only: nothing changed");
         return;
     }
     if (dry) {

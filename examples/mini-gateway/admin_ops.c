@@ -392,9 +392,13 @@ bool gw_dry_run_key(const char *p, size_t n) {
 
 int gw_dry_run(const char *query) {
     int dry = 0;
+    bool seen = false;
     for (const char *p = query; p && *p;) {
         size_t n = strcspn(p, "&");
         if (gw_dry_run_key(p, n)) {
+            if (seen)
+                return -2; /* one value is read: which would it be? */
+            seen = true;
             char v[8];
             if (!(n > 8 && strncmp(p, "dry_run=", 8) == 0) ||
                 !param(p, "dry_run", 0, v, sizeof v))

@@ -646,12 +646,13 @@ void gw_admin_changes(gw_admin_call *a);
 void gw_admin_instances(gw_admin_call *a);
 /* A committed change's report, kept for GET /changes. */
 void gw_changes_note(const gw_buf *report);
-/* ?dry_run=1 (or true) in the query: 1; none, or dry_run=0 (false): 0;
- * anything else that reads as dry_run (a bare one, another value or
- * spelling): -1, refused rather than taken as a real change. */
 /* Does the query parameter p (n bytes, up to '&') have a key that reads
  * as dry_run (dryRun, dry-run, ...)? */
 bool gw_dry_run_key(const char *p, size_t n);
+/* ?dry_run=1 (or true) in the query: 1; none, or dry_run=0 (false): 0;
+ * anything else that reads as dry_run (a bare one, another value or
+ * spelling): -1, and two of them -2, refused rather than taken as a real
+ * change. */
 int gw_dry_run(const char *query);
 /* PUT /routes/<source>?dry_run=1: the diff and the impact, nothing
  * changed. */

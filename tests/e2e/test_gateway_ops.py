@@ -261,7 +261,11 @@ def body(procs, c):
     # anything (the source is a file's, so check the answers too)
     for path in ("/routes/ops?dry_run", "/routes/ops?dryRun=1",
                  "/routes/ops?dry-run=1", "/routes/ops?dry_run=yes",
-                 "/routes/ops?x=1&dry_run=", "/routes/ops/api?dry_run=1"):
+                 "/routes/ops?x=1&dry_run=", "/routes/ops/api?dry_run=1",
+                 # given twice: one value was taken, whichever said 1
+                 "/routes/ops?dry_run=0&dry_run=1",
+                 "/routes/ops?dry_run=0&dry_run=0",
+                 "/routes/ops?dry_run=1&dryRun=1"):
         body = doc2["routes"][0] if path.count("/") == 3 else doc2
         st, _, data = gw.admin_call("PUT", path, body)
         c.eq((st, "nothing changed" in data.decode()), (400, True),

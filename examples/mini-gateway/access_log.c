@@ -18,6 +18,7 @@
 #define _DEFAULT_SOURCE
 #include "proxy.h"
 
+#include <errno.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -34,8 +35,11 @@ int gw_access_log_open(const char *path) {
         log_file = stdout;
     } else {
         log_file = fopen(path, "a");
-        if (!log_file) {
-            perror(path);
+        if (!log_file) { /* named: perror("") said only the errno's text */
+            fprintf(stderr,
+                    "mini-gateway: --access-log '%s': %s; the gateway does "
+                    "not start\n",
+                    path, strerror(errno));
             return -1;
         }
         log_own = true;

@@ -415,6 +415,21 @@ def body(procs, c):
     c.eq("".join(sorted(set("".join(traces + spans)))), "0123456789abcdef",
          "the ids use all sixteen hex digits")
 
+    # --- an access log that cannot be opened: the start refused, named ---
+    # ('' printed only "No such file or directory", naming nothing)
+    for path in ("", procs.dir, os.path.join(procs.dir, "no", "x.log")):
+        try:
+            r = subprocess.run([h.binary(), "--listen", "127.0.0.1:%d" %
+                                h.free_port(), "--admin", "off",
+                                "--routes", routes, "--access-log", path],
+                               capture_output=True, timeout=5)
+            rc, err = r.returncode, r.stderr.decode("utf-8", "replace")
+        except subprocess.TimeoutExpired:
+            rc, err = None, "started"
+        c.ok(rc not in (0, None) and "--access-log '%s'" % path in err,
+             "--access-log %r: refused at start naming it (exit %s: %r)"
+             % (path, rc, err[-200:]))
+
     # --- the console ---
     st, hdrs, page = gw.admin_call("GET", "/", token=False)
     c.eq(st, 200, "the console page is served without the token")

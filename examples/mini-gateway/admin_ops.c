@@ -126,6 +126,18 @@ static bool explain_query_ok(const char *q, char *msg, size_t cap) {
     return true;
 }
 
+/* A method the gateway routes: one http-parser reads (it answers any
+ * other 400) but CONNECT (answered 405, never routed). An explain of
+ * another ("", "get") was answered for a request no client can send. */
+static bool routed_method(const char *m) {
+#define GW_METHOD_IS(num, name, string)                                        \
+    if (HTTP_##name != HTTP_CONNECT && strcmp(m, #string) == 0)                \
+        return true;
+    HTTP_METHOD_MAP(GW_METHOD_IS)
+#undef GW_METHOD_IS
+    return false;
+}
+
 typedef struct explain_state {
     cJSON *list;
     const sy_snapshot *snap;
@@ -162,6 +174,15 @@ void gw_admin_explain(gw_admin_call *a) {
     }
     if (!param(r->query, "method", 0, method, sizeof method))
         snprintf(method, sizeof method, "GET");
+    if (!routed_method(method)) {
+        char msg[192];
+        snprintf(msg, sizeof msg,
+                 "method '%s' is not one the gateway routes (http-parser's "
+                 "methods, in capitals; CONNECT is answered 405)",
+                 method);
+        gw_reply_error(c, 400, msg);
+        return;
+    }
     if (!param(r->query, "url", 0, url, sizeof url) || url[0] != '/') {
         gw_reply_error(c, 400,
                        "url must be given and start with '/' "

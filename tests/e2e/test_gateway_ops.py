@@ -179,7 +179,13 @@ def body(procs, c):
              "at most 16"),
             ("url=/" + "a" * 2100, "'url' is longer"),
             ("url=/a&header=X-A:%20" + "v" * 600, "'header' is longer"),
-            ("method=" + "M" * 40 + "&url=/a", "'method' is longer")):
+            ("method=" + "M" * 40 + "&url=/a", "'method' is longer"),
+            # a method the gateway never routes: explained before, as a
+            # request no client can send (the gateway answers 400 or 405)
+            ("method=&url=/api/users/7", "method ''"),
+            ("method=get&url=/api/users/7", "method 'get'"),
+            ("method=G%20T&url=/api/users/7", "method 'G T'"),
+            ("method=CONNECT&url=/api/users/7", "method 'CONNECT'")):
         st, _, data = gw.admin_call("GET", "/explain?" + q)
         c.ok(st == 400 and what in data.decode(),
              "explain ?%s...: 400 naming %s (%s %r)"

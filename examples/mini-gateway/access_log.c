@@ -226,7 +226,7 @@ static void field(gw_buf *b, const char *key, size_t kl, const char *s,
                   size_t n) {
     gw_buf_add(b, key, kl);
     if (s)
-        gw_buf_json_str(b, s, n);
+        gw_buf_json_utf8(b, s, n);
     else
         gw_buf_add(b, "null", 4);
 }

@@ -114,8 +114,13 @@ void gw_buf_content_length(gw_buf *b, uint64_t v);
 size_t gw_u64_text(char *dst, uint64_t v);
 void gw_buf_printf(gw_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* A JSON string literal (quotes included) for len bytes of s. */
+/* A JSON string literal (quotes included) for len bytes of s; bytes from
+ * 0x80 as they are (names and ids the gateway reads back as bytes: the
+ * --state file). */
 void gw_buf_json_str(gw_buf *b, const char *s, size_t len);
+/* The same, each byte that is not part of well-formed UTF-8 written as
+ * U+FFFD: JSON text others read (the access log). */
+void gw_buf_json_utf8(gw_buf *b, const char *s, size_t len);
 void gw_buf_free(gw_buf *b);
 
 /* ------------------------------------------------------------------ */

@@ -158,11 +158,12 @@ void gw_buf_printf(gw_buf *b, const char *fmt, ...) {
 }
 
 static bool json_plain_byte(unsigned char ch) {
-    return ch >= 0x20 && ch != '"' && ch != '\\' && ch != 0x7f;
+    return ch >= 0x20 && ch < 0x7f && ch != '"' && ch != '\\';
 }
 
 /* How many of s's first bytes a JSON string holds as they are (none
- * below 0x20, '"', '\\' or 0x7f): sixteen bytes a step with SSE2. */
+ * below 0x20, '"', '\\', 0x7f or from 0x80: those are checked as UTF-8):
+ * sixteen bytes a step with SSE2. */
 static size_t json_plain(const char *s, size_t len) {
     size_t i = 0;
 #ifdef __SSE2__
@@ -174,7 +175,7 @@ static size_t json_plain(const char *s, size_t len) {
             _mm_or_si128(_mm_cmpeq_epi8(_mm_min_epu8(x, ctl), x),
                          _mm_cmpeq_epi8(x, quote)),
             _mm_or_si128(_mm_cmpeq_epi8(x, bsl), _mm_cmpeq_epi8(x, del)));
-        unsigned bits = (unsigned)_mm_movemask_epi8(m);
+        unsigned bits = (unsigned)(_mm_movemask_epi8(m) | _mm_movemask_epi8(x));
         if (bits)
             return i + (size_t)__builtin_ctz(bits);
     }
@@ -184,7 +185,33 @@ static size_t json_plain(const char *s, size_t len) {
     return i;
 }
 
-void gw_buf_json_str(gw_buf *b, const char *s, size_t len) {
+/* The length of the well-formed UTF-8 sequence at s (Unicode's table
+ * 3-7: no overlong form, no surrogate, nothing past U+10FFFF), or 0. */
+static size_t utf8_len(const unsigned char *s, size_t n) {
+    unsigned c = s[0];
+    size_t len = c >= 0xc2 && c <= 0xdf   ? 2
+                 : c >= 0xe0 && c <= 0xef ? 3
+                 : c >= 0xf0 && c <= 0xf4 ? 4
+                                          : 0;
+    if (!len || n < len)
+        return 0;
+    unsigned lo = c == 0xe0   ? 0xa0
+                  : c == 0xf0 ? 0x90
+                              : 0x80,
+             hi = c == 0xed   ? 0x9f
+                  : c == 0xf4 ? 0x8f
+                              : 0xbf;
+    if (s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if (s[i] < 0x80 || s[i] > 0xbf)
+            return 0;
+    return len;
+}
+
+/* s as a JSON string; utf8: a byte that is not part of well-formed UTF-8
+ * written U+FFFD, else as it is (gw.h). */
+static void json_str(gw_buf *b, const char *s, size_t len, bool utf8) {
     if (!gw_buf_reserve(b, len + 2))
         return;
     size_t run = json_plain(s, len);
@@ -209,11 +236,29 @@ void gw_buf_json_str(gw_buf *b, const char *s, size_t len) {
         if (ch == '"' || ch == '\\') {
             char e[2] = {'\\', (char)ch};
             gw_buf_add(b, e, 2);
+        } else if (ch >= 0x80) {
+            size_t n =
+                utf8 ? utf8_len((const unsigned char *)s + i - 1, len - i + 1)
+                     : 1;
+            if (n) {
+                gw_buf_add(b, s + i - 1, n);
+                i += n - 1;
+            } else {
+                gw_buf_add(b, "\\ufffd", 6);
+            }
         } else {
             gw_buf_printf(b, "\\u%04x", ch);
         }
     }
     gw_buf_add(b, "\"", 1);
+}
+
+void gw_buf_json_str(gw_buf *b, const char *s, size_t len) {
+    json_str(b, s, len, false);
+}
+
+void gw_buf_json_utf8(gw_buf *b, const char *s, size_t len) {
+    json_str(b, s, len, true);
 }
 
 void gw_buf_free(gw_buf *b) {

@@ -371,6 +371,25 @@ def body(procs, c):
     c.eq(h.echoed_header(body_, "tracestate"), "vendor=x",
          "and its tracestate goes on")
 
+    # --- the access log is JSON (UTF-8) whatever bytes a request carries ---
+    # a path's bytes that are not UTF-8 were written raw: the line was no
+    # JSON a reader takes (jq, json.loads of the bytes); now each is U+FFFD
+    # and UTF-8 is kept as it is
+    n_before = len(log_lines(plog))
+    data = h.raw(pg.port, b"GET /fw/\xff\xfe-\xc3\xa9-\xc0\xaf-\xed\xa0\x80"
+                 b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    c.ok(data.startswith(b"HTTP/1.1 200"), "a path with raw bytes is served")
+    h.wait_for(lambda: len(open(plog, "rb").read().splitlines()) > n_before,
+               "its access log line")
+    last = open(plog, "rb").read().splitlines()[-1]
+    try:
+        got = json.loads(last)["path"]
+    except ValueError as e:
+        got = "not JSON: %s" % e
+    c.eq(got, "/fw/\ufffd\ufffd-\u00e9-\ufffd\ufffd-\ufffd\ufffd\ufffd",
+         "the line is JSON: bytes not UTF-8 as U+FFFD (overlong, surrogate "
+         "too), UTF-8 kept")
+
     # --- a dry run sees the instance choice change (a gray release) ---
     def gray(version):
         return [{"id": "gray", "uri": "lb://svc", "predicates": ["Path=/svc/**"],

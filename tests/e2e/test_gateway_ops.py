@@ -466,9 +466,21 @@ def body(procs, c):
         c.skip("the console in a browser: %s missing "
                "(tests/install-deps.sh installs chromium)" % CHROMIUM)
         return
+    # the page shows what /changes answers (16; it showed the first 8) and
+    # a source's error with its location (a line and column were dropped)
+    for v in range(8, 17):
+        newsrc["version"] = str(v)
+        st, _, _ = gw.admin_call("PUT", "/routes/fresh", newsrc)
+        c.eq(st, 200, "PUT fresh version %d" % v)
+    with open(routes, "w") as f:
+        f.write('{"version": "9",\n "routes": [ oops ]}\n')
+    h.wait_for(lambda: (gw.source("ops") or {}).get("error"),
+               "the broken file's error in /status")
     url = "http://127.0.0.1:%d/#token=%s&explain=/api/users/7" % (gw.admin,
                                                                   TOKEN)
     dom = chromium(["--dump-dom", url]).stdout.decode("utf-8", "replace")
+    c.eq(dom.count("source fresh (version "), 10,
+         "the DOM lists every change /changes answers (fresh 7 to 16)")
     fp = gw.status()["fingerprint"]
     c.ok('id="fingerprint">%s<' % fp in dom, "the DOM shows the fingerprint")
     for rid in ("api", "users", "echo"):

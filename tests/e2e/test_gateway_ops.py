@@ -481,6 +481,8 @@ def body(procs, c):
     dom = chromium(["--dump-dom", url]).stdout.decode("utf-8", "replace")
     c.eq(dom.count("source fresh (version "), 10,
          "the DOM lists every change /changes answers (fresh 7 to 16)")
+    c.ok(re.search(r'class="bad">line 2, column 14: JSON syntax error', dom),
+         "the DOM shows a source's error with its line and column")
     fp = gw.status()["fingerprint"]
     c.ok('id="fingerprint">%s<' % fp in dom, "the DOM shows the fingerprint")
     for rid in ("api", "users", "echo"):

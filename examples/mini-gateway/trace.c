@@ -159,6 +159,7 @@ void gw_trace_begin(gw_trace *t, const sy_request *r) {
 bool gw_trace_drops(const gw_trace *t, sy_str name) {
     return (name.len == 11 && strncasecmp(name.ptr, "traceparent", 11) == 0) ||
            (name.len == 10 && !t->parent_id[0] &&
+            (name.ptr[0] | 0x20) == 't' && /* not User-Agent, Connection */
             strncasecmp(name.ptr, "tracestate", 10) == 0);
 }
 

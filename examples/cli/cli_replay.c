@@ -33,9 +33,10 @@ static const char *const format_names[] = {"plain", "nginx combined",
 /* One request read from a line; strings point into `own` (and the line). */
 typedef struct replay_req {
     char method[32];
-    char *url; /* as written: path or full URL */
-    char host[256];
-    char remote[64];
+    char *url;    /* as written: path or full URL */
+    char *host;   /* the JSON log's "host" (in `own`), or NULL */
+    char *remote; /* its "remote_addr" (in `own`), or nginx's address */
+    char addr[64];
     sy_header headers[MAX_REQ_HEADERS];
     size_t header_count;
     char *own; /* malloc'd copies the request points into */
@@ -104,7 +105,8 @@ static const char *parse_plain(char *line, replay_req *r) {
  * request line as it came, e.g. TLS bytes): skipped. */
 static const char *parse_nginx(char *line, replay_req *r) {
     size_t alen = strcspn(line, " ");
-    set_str(r->remote, sizeof r->remote, line, alen < 63 ? alen : 0);
+    if (set_str(r->addr, sizeof r->addr, line, alen))
+        r->remote = r->addr;
     char *q = strstr(line, "] \"");
     if (!q)
         return "expected [time] \"request\" (nginx's combined format)";
@@ -163,21 +165,23 @@ static const char *parse_json(const char *line, replay_req *r) {
                       strlen(m->valuestring)))
         why = "method too long";
     if (!why) {
+        /* the URL, host and address in one allocation, whatever their
+         * lengths (a host was dropped past 255 bytes: its Host routes
+         * were not seen) */
         const char *qs = cJSON_IsString(q) ? q->valuestring : "";
-        size_t n = strlen(p->valuestring) + strlen(qs) + 2;
-        r->own = malloc(n);
+        const char *hs = cJSON_IsString(h) ? h->valuestring : "";
+        const char *as = cJSON_IsString(a) ? a->valuestring : "";
+        size_t ul = strlen(p->valuestring) + strlen(qs) + 2,
+               hl = strlen(hs) + 1;
+        r->own = malloc(ul + hl + strlen(as) + 1);
         if (!r->own) {
             why = "out of memory";
         } else {
-            snprintf(r->own, n, "%s%s%s", p->valuestring, *qs ? "?" : "", qs);
+            snprintf(r->own, ul, "%s%s%s", p->valuestring, *qs ? "?" : "", qs);
             r->url = r->own;
+            r->host = memcpy(r->own + ul, hs, hl);
+            r->remote = strcpy(r->own + ul + hl, as);
         }
-        if (cJSON_IsString(h))
-            set_str(r->host, sizeof r->host, h->valuestring,
-                    strlen(h->valuestring));
-        if (cJSON_IsString(a))
-            set_str(r->remote, sizeof r->remote, a->valuestring,
-                    strlen(a->valuestring));
     }
     cJSON_Delete(o);
     return why;
@@ -282,7 +286,7 @@ static void replay_request(replay *rp, replay_req *q, size_t line) {
     sy_request req = SY_REQUEST_INIT;
     sy_cli_split_url(q->url, &req);
     req.method = (sy_str){q->method, strlen(q->method)};
-    if (q->host[0])
+    if (q->host && q->host[0])
         req.host = (sy_str){q->host, strlen(q->host)};
     for (size_t i = 0; i < q->header_count; i++)
         if (q->headers[i].name.len == 4 &&
@@ -290,8 +294,9 @@ static void replay_request(replay *rp, replay_req *q, size_t line) {
             req.host = q->headers[i].value;
     req.headers = q->headers;
     req.header_count = q->header_count;
-    req.remote_addr = q->remote[0] ? (sy_str){q->remote, strlen(q->remote)}
-                                   : (sy_str){"127.0.0.1", 9};
+    req.remote_addr = q->remote && q->remote[0]
+                          ? (sy_str){q->remote, strlen(q->remote)}
+                          : (sy_str){"127.0.0.1", 9};
     /* the same Weight draws on both sides */
     req.seed = 0x9e3779b97f4a7c15ull * (line + 1);
     outcome a, b;

@@ -111,6 +111,15 @@ same "and counted as lines without a request" "$tmp/unrouted.log: 2 lines withou
 printf '{"method":"GET","path":"api/x"}\n' >"$tmp/relpath.log"
 "$bin" diff --requests "$tmp/relpath.log" "$tmp/old.json" "$tmp/new.json" >/dev/null 2>"$tmp/err"
 same "a path the gateway never logs is still an error" "2 yes" "$? $(grep -q 'relpath.log:1: needs' "$tmp/err" && echo yes)"
+# a Host up to the gateway's header room is replayed: one over 255 bytes
+# (a 253-byte name and a port) was dropped, and its Host route not seen
+long="$(printf 'a%.0s' $(seq 250)).example:8080"
+printf '[{"id":"long","uri":"http://x:1","predicates":["Host=%s"]}]' "$long" >"$tmp/hold.json"
+printf '[]' >"$tmp/hnew.json"
+printf '{"method":"GET","path":"/a","host":"%s"}\n' "$long" >"$tmp/longhost.log"
+same "replay of an access log line with a 262-byte host" \
+    "GET /a: long -> (no route)" \
+    "$("$bin" diff --requests "$tmp/longhost.log" "$tmp/hold.json" "$tmp/hnew.json" | head -1)"
 printf 'GET /a\nGET\n' >"$tmp/badreq.txt"
 "$bin" diff --requests "$tmp/badreq.txt" "$tmp/old.json" "$tmp/new.json" >/dev/null 2>"$tmp/err"
 same "a bad request line exits 2" 2 "$?"

@@ -80,7 +80,7 @@ enum { F_METHOD, F_HOST, F_PATH, F_QUERY, F_REMOTE, F_N };
  * less than one mutex over the ring (its lock, unlock and once). */
 typedef struct slot {
     _Alignas(64) atomic_uint busy;
-    uint16_t len[F_N], nh;
+    uint16_t len[F_N], nh, cut; /* cut: a string cut or a header dropped */
     uint64_t no;
     char data[SLOT_DATA];
 } slot;
@@ -102,6 +102,7 @@ static void slot_drop(slot *e) {
 /* s at data + *o, cut to cap - 1 bytes (the gw_recent field's room). */
 static void put(slot *e, size_t *o, int f, sy_str s, size_t cap) {
     size_t n = s.len < cap - 1 ? s.len : cap - 1;
+    e->cut |= n < s.len;
     if (n)
         memcpy(e->data + *o, s.ptr, n);
     e->len[f] = (uint16_t)n;
@@ -120,6 +121,7 @@ static void remember(const gw_request *q) {
         return;
     }
     e->no = no + 1;
+    e->cut = 0;
     size_t o = 0;
     put(e, &o, F_METHOD, r->method, sizeof k->method);
     put(e, &o, F_HOST, r->host, sizeof k->host);
@@ -128,10 +130,13 @@ static void remember(const gw_request *q) {
     put(e, &o, F_REMOTE, r->remote_addr, sizeof k->remote);
     size_t hb = 0; /* the headers' bytes as gw_recent's hbuf counts them */
     e->nh = 0;
+    e->cut |= r->header_count > GW_RECENT_HEADERS;
     for (size_t i = 0; i < r->header_count && e->nh < GW_RECENT_HEADERS; i++) {
         sy_header h = r->headers[i];
-        if (hb + h.name.len + h.value.len + 2 > HDR_DATA)
+        if (hb + h.name.len + h.value.len + 2 > HDR_DATA) {
+            e->cut = 1;
             break;
+        }
         uint16_t nl = (uint16_t)h.name.len, vl = (uint16_t)h.value.len;
         memcpy(e->data + o, &nl, 2);
         memcpy(e->data + o + 2, &vl, 2);
@@ -159,6 +164,7 @@ static void unpack(const slot *e, gw_recent *d) {
     }
     size_t hb = 0;
     d->nh = e->nh;
+    d->cut = e->cut != 0;
     for (size_t i = 0; i < e->nh; i++) {
         uint16_t nl, vl;
         memcpy(&nl, e->data + o, 2);

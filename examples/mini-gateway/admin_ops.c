@@ -540,7 +540,7 @@ static cJSON *impact(sy_router *before, sy_router *after) {
     sy_match_ctx *ctx = NULL;
     cJSON *o = cJSON_CreateObject(), *list = cJSON_CreateArray(),
           *sum = cJSON_CreateArray();
-    size_t n = recent ? gw_recent_copy(recent, GW_RECENT_MAX) : 0;
+    size_t n = recent ? gw_recent_copy(recent, GW_RECENT_MAX) : 0, cut = 0;
     sy_snapshot *a = sy_router_acquire(before), *b = sy_router_acquire(after);
     if (sy_match_ctx_new(NULL, &ctx, NULL))
         n = 0;
@@ -549,6 +549,7 @@ static cJSON *impact(sy_router *before, sy_router *after) {
         sy_request req;
         gw_recent_request(&recent[i], hs, &req);
         req.seed = 0x9e3779b97f4a7c15ull * (i + 1); /* the same draws */
+        cut += recent[i].cut;
         outcome oa = run_one(a, ctx, &req), ob = run_one(b, ctx, &req);
         const char *ia = oa.route, *ib = ob.route;
         if (same(ia, ib) && same(oa.upstream, ob.upstream) &&
@@ -595,6 +596,8 @@ static cJSON *impact(sy_router *before, sy_router *after) {
     sy_match_ctx_free(ctx);
     free(recent);
     cJSON_AddNumberToObject(o, "requests", (double)n);
+    /* replayed with less than they carried: said, not hidden */
+    cJSON_AddNumberToObject(o, "cut", (double)cut);
     cJSON_AddItemToObject(o, "changed", list);
     cJSON_AddItemToObject(o, "summary", sum);
     return o;

@@ -199,6 +199,8 @@ typedef struct gw_recent {
     uint16_t hname[GW_RECENT_HEADERS], hname_len[GW_RECENT_HEADERS];
     uint16_t hval[GW_RECENT_HEADERS], hval_len[GW_RECENT_HEADERS];
     size_t nh;
+    bool cut; /* a string longer than its room, or headers past hbuf or
+                 GW_RECENT_HEADERS: replayed without what did not fit */
 } gw_recent;
 /* Up to max of the last requests, oldest first; any thread. */
 size_t gw_recent_copy(gw_recent *out, size_t max);

@@ -519,6 +519,17 @@ def body(procs, c):
     c.eq((imp["requests"], [x["url"] for x in imp["changed"]]),
          (256, ["/svc/t%d" % i for i in range(44, 300)]),
          "past 256 requests the dry run replays the last 256 in order")
+    # a request the ring could not keep whole (its headers past 1 KB or
+    # the 16th, a path past 1023 bytes) is replayed with less than it
+    # carried: the impact says how many, where it said nothing
+    c.eq(imp.get("cut"), 0, "none of them cut")
+    gg.request("GET", "/svc/big", headers={"Cookie": "c=" + "v" * 1500})
+    gg.request("GET", "/svc/" + "p" * 1100)
+    gg.request("GET", "/svc/many", headers={
+        "X-H%d" % i: "1" for i in range(20)})
+    st, _, data = gg.admin_call("PUT", "/routes/gray?dry_run=1", gone)
+    c.eq(json.loads(data)["impact"].get("cut"), 3,
+         "the dry run counts the requests it replays cut")
     ok = [x for x in ids if x and re.fullmatch(
         r"00-[0-9a-f]{32}-[0-9a-f]{16}-01", x)]
     c.eq(len(ok), 300, "300 generated traceparents, all well formed")

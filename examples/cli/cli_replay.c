@@ -77,7 +77,13 @@ static const char *parse_plain(char *line, replay_req *r) {
     char *url = sp + 1;
     while (*url == ' ')
         url++;
-    url[strcspn(url, " ")] = '\0';
+    char *after = url + strcspn(url, " ");
+    /* only an HTTP version may follow the URL: a header written after a
+     * space (not a tab) was dropped */
+    char *rest = after + strspn(after, " ");
+    if (*rest && (strncmp(rest, "HTTP/", 5) != 0 || strchr(rest, ' ')))
+        return "text after the URL (a header goes after a tab)";
+    *after = '\0';
     if (!valid_url_start(url))
         return "URL must be /path[?query] or scheme://host/path";
     r->url = url;

@@ -120,6 +120,12 @@ printf '{"method":"GET","path":"/a","host":"%s"}\n' "$long" >"$tmp/longhost.log"
 same "replay of an access log line with a 262-byte host" \
     "GET /a: long -> (no route)" \
     "$("$bin" diff --requests "$tmp/longhost.log" "$tmp/hold.json" "$tmp/hnew.json" | head -1)"
+# a header written after a space, not a tab, was dropped and the request
+# replayed without it; a trailing HTTP version is still taken
+printf 'GET /api/users/1 HTTP/1.1\nGET /api/orders X-A: 1\n' >"$tmp/spaced.txt"
+"$bin" diff --requests "$tmp/spaced.txt" "$tmp/old.json" "$tmp/new.json" >/dev/null 2>"$tmp/err"
+same "text after the URL exits 2" 2 "$?"
+same "and names the line" "$tmp/spaced.txt:2: text after the URL (a header goes after a tab) (read as plain lines)" "$(cat "$tmp/err")"
 printf 'GET /a\nGET\n' >"$tmp/badreq.txt"
 "$bin" diff --requests "$tmp/badreq.txt" "$tmp/old.json" "$tmp/new.json" >/dev/null 2>"$tmp/err"
 same "a bad request line exits 2" 2 "$?"

@@ -58,7 +58,12 @@ def _plain(line: str) -> Dict[str, Any]:
         raise _Bad("expected METHOD URL")
     if len(method) >= 32:
         raise _Bad("method too long")
-    url = rest.lstrip(" ").split(" ")[0]
+    url, _, after = rest.lstrip(" ").partition(" ")
+    after = after.lstrip(" ")
+    # only an HTTP version may follow the URL: a header written after a
+    # space (not a tab) was dropped
+    if after and (not after.startswith("HTTP/") or " " in after):
+        raise _Bad("text after the URL (a header goes after a tab)")
     if not _url_ok(url):
         raise _Bad("URL must be /path[?query] or scheme://host/path")
     headers = []

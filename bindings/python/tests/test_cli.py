@@ -457,6 +457,7 @@ REPLAY_FILES = {
                   '{"method":null,"path":null,"status":400}\n'
                   '{"method":"DELETE","path":"/old/1","query":null}\n',
     "bad.txt": "GET /a\nGET\n",
+    "spaced.txt": "GET /api/users/1 HTTP/1.1\nGET /api/orders X-A: 1\n",
     # what the gateway logs for requests it answers without routing them
     "unrouted.log": '{"method":"GET","path":"/api/users/2","query":null}\n'
                     '{"method":"CONNECT","path":null,"status":405}\n'
@@ -473,6 +474,7 @@ REPLAY_FILES = {
     ["diff", "--requests", "nginx.log", "--json", "old.json", "new.json"],
     ["diff", "--requests", "access.log", "old.json", "new.json"],
     ["diff", "--requests", "unrouted.log", "old.json", "new.json"],
+    ["diff", "--requests", "spaced.txt", "old.json", "new.json"],
     ["diff", "--requests", "bad.txt", "old.json", "new.json"],
     ["diff", "--requests", "x", "--help"],
     ["diff", "--requests", "plain.txt", "old.json"],
@@ -499,6 +501,23 @@ def test_diff_requests_as_the_c_tool(tmp_path, argv):
                         env=_env())
     assert (py.returncode, py.stdout, py.stderr) == \
         (c.returncode, c.stdout, c.stderr)
+
+
+def test_diff_requests_refuses_text_after_the_url(tmp_path):
+    """'GET /a X-A: 1' (a header after a space, not a tab) exits 2 naming
+    the line; its header was dropped before. A trailing HTTP version is
+    still read."""
+    import json as _json
+    (tmp_path / "old.json").write_text(_json.dumps(REPLAY_OLD))
+    (tmp_path / "new.json").write_text(_json.dumps(REPLAY_NEW))
+    (tmp_path / "spaced.txt").write_text(REPLAY_FILES["spaced.txt"])
+    py = subprocess.run([sys.executable, "-m", "switchyard", "diff",
+                         "--requests", "spaced.txt", "old.json",
+                         "new.json"], cwd=tmp_path, capture_output=True,
+                        text=True, env=_env())
+    assert (py.returncode, py.stderr) == (2, (
+        "spaced.txt:2: text after the URL (a header goes after a tab) "
+        "(read as plain lines)\n"))
 
 
 def test_diff_requests_skips_the_access_logs_unrouted_lines(tmp_path):

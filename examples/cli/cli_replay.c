@@ -130,12 +130,16 @@ static const char *parse_nginx(char *line, replay_req *r) {
         !set_str(r->method, sizeof r->method, m, (size_t)(sp - m)))
         return NULL;
     r->url = url;
-    /* the last quoted field: User-Agent */
-    char *ua_end = strrchr(end + 1, '"');
-    if (ua_end && ua_end > end + 1) {
+    /* the quoted field after the referer: User-Agent (nginx's stock
+     * "main" format has "$http_x_forwarded_for" after it: the last quoted
+     * field was read, so X-Forwarded-For stood in for the User-Agent) */
+    char *ref = strchr(end + 1, '"');
+    char *ref_end = ref ? strchr(ref + 1, '"') : NULL;
+    char *ua = ref_end ? strchr(ref_end + 1, '"') : NULL;
+    char *ua_end = ua ? strchr(ua + 1, '"') : NULL;
+    if (ua_end) {
         *ua_end = '\0';
-        char *ua = strrchr(end + 1, '"');
-        if (ua && strcmp(ua + 1, "-") != 0)
+        if (strcmp(ua + 1, "-") != 0)
             r->headers[r->header_count++] =
                 (sy_header){{"User-Agent", 10}, {ua + 1, strlen(ua + 1)}};
     }

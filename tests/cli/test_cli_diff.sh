@@ -126,6 +126,14 @@ printf 'GET /api/users/1 HTTP/1.1\nGET /api/orders X-A: 1\n' >"$tmp/spaced.txt"
 "$bin" diff --requests "$tmp/spaced.txt" "$tmp/old.json" "$tmp/new.json" >/dev/null 2>"$tmp/err"
 same "text after the URL exits 2" 2 "$?"
 same "and names the line" "$tmp/spaced.txt:2: text after the URL (a header goes after a tab) (read as plain lines)" "$(cat "$tmp/err")"
+# nginx's stock "main" format is combined and "$http_x_forwarded_for"
+# after it: the User-Agent is the field after the referer, not the last
+printf '10.0.0.1 - - [10/Oct/2024:13:55:36 +0000] "GET /m/a HTTP/1.1" 200 5 "-" "curl/8.0" "10.9.9.9"\n' >"$tmp/main.log"
+printf '[{"id":"curl","uri":"http://c:1","predicates":["Path=/m/**","Header=User-Agent,curl/.*"]},{"id":"rest","uri":"http://r:1","predicates":["Path=/m/**"]}]' >"$tmp/ua-old.json"
+printf '[{"id":"rest","uri":"http://r:1","predicates":["Path=/m/**"]}]' >"$tmp/ua-new.json"
+same "replay of nginx's main format reads the User-Agent, not X-Forwarded-For" \
+    "GET /m/a: curl -> rest [upstream http://c:1 -> http://r:1]" \
+    "$("$bin" diff --requests "$tmp/main.log" "$tmp/ua-old.json" "$tmp/ua-new.json" | head -1)"
 printf 'GET /a\nGET\n' >"$tmp/badreq.txt"
 "$bin" diff --requests "$tmp/badreq.txt" "$tmp/old.json" "$tmp/new.json" >/dev/null 2>"$tmp/err"
 same "a bad request line exits 2" 2 "$?"

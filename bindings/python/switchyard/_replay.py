@@ -93,13 +93,11 @@ def _nginx(line: str) -> Optional[Dict[str, Any]]:
             len(parts[0]) >= 32:
         return None  # no METHOD URI: skipped
     headers = []
-    tail = line[end + 1:]
-    last = tail.rfind('"')
-    if last > 0:
-        start = tail.rfind('"', 0, last)
-        ua = tail[start + 1:last] if start >= 0 else ""
-        if start >= 0 and ua != "-":
-            headers.append(("User-Agent", ua))
+    # the quoted field after the referer: User-Agent (nginx's stock "main"
+    # format has "$http_x_forwarded_for" after it)
+    quoted = line[end + 1:].split('"')
+    if len(quoted) >= 5 and quoted[3] != "-":
+        headers.append(("User-Agent", quoted[3]))
     return {"method": parts[0], "url": parts[1], "headers": headers,
             "remote": remote if len(remote) < 63 else ""}
 

@@ -458,6 +458,9 @@ REPLAY_FILES = {
                   '{"method":"DELETE","path":"/old/1","query":null}\n',
     "bad.txt": "GET /a\nGET\n",
     "spaced.txt": "GET /api/users/1 HTTP/1.1\nGET /api/orders X-A: 1\n",
+    # nginx's stock "main" format: combined, then X-Forwarded-For
+    "main.log": '10.0.0.1 - - [10/Oct/2024:13:55:36 +0000] "GET /api/users/7 '
+                'HTTP/1.1" 200 5 "-" "curl/8.0" "10.9.9.9"\n',
     # what the gateway logs for requests it answers without routing them
     "unrouted.log": '{"method":"GET","path":"/api/users/2","query":null}\n'
                     '{"method":"CONNECT","path":null,"status":405}\n'
@@ -475,6 +478,7 @@ REPLAY_FILES = {
     ["diff", "--requests", "access.log", "old.json", "new.json"],
     ["diff", "--requests", "unrouted.log", "old.json", "new.json"],
     ["diff", "--requests", "spaced.txt", "old.json", "new.json"],
+    ["diff", "--requests", "main.log", "--json", "old.json", "new.json"],
     ["diff", "--requests", "bad.txt", "old.json", "new.json"],
     ["diff", "--requests", "x", "--help"],
     ["diff", "--requests", "plain.txt", "old.json"],
@@ -501,6 +505,25 @@ def test_diff_requests_as_the_c_tool(tmp_path, argv):
                         env=_env())
     assert (py.returncode, py.stdout, py.stderr) == \
         (c.returncode, c.stdout, c.stderr)
+
+
+def test_diff_requests_reads_the_user_agent_of_nginx_main(tmp_path):
+    """nginx's stock "main" format adds "$http_x_forwarded_for" after the
+    User-Agent: the UA is the quoted field after the referer (the last
+    one was read: 10.9.9.9 as the User-Agent)."""
+    import json as _json
+    (tmp_path / "old.json").write_text(_json.dumps([
+        {"id": "curl", "uri": "http://c:1",
+         "predicates": ["Path=/api/**", "Header=User-Agent,curl/.*"]},
+        {"id": "rest", "uri": "http://r:1", "predicates": ["Path=/api/**"]}]))
+    (tmp_path / "new.json").write_text(_json.dumps([
+        {"id": "rest", "uri": "http://r:1", "predicates": ["Path=/api/**"]}]))
+    (tmp_path / "main.log").write_text(REPLAY_FILES["main.log"])
+    py = subprocess.run([sys.executable, "-m", "switchyard", "diff",
+                         "--requests", "main.log", "old.json", "new.json"],
+                        cwd=tmp_path, capture_output=True, text=True,
+                        env=_env())
+    assert py.stdout.startswith("GET /api/users/7: curl -> rest"), py.stdout
 
 
 def test_diff_requests_refuses_text_after_the_url(tmp_path):

@@ -146,6 +146,21 @@ static const char *parse_nginx(char *line, replay_req *r) {
     return NULL;
 }
 
+/* The mini-gateway logs the Host header as the client sent it and
+ * matches Host routes without its port (strip_host_port): the port is
+ * cut here as the library cuts it ([v6]:port too), else h:8080 took
+ * Host=h live and no route in the replay. */
+static void strip_port(char *host) {
+    size_t start = 0, len = strlen(host);
+    if (host[0] == '[')
+        start = strcspn(host, "]");
+    for (size_t i = len; i-- > start;)
+        if (host[i] == ':') {
+            host[i] = '\0';
+            break;
+        }
+}
+
 /* {"method", "path", "query"?, "host"?, "remote_addr"?} */
 static const char *parse_json(const char *line, replay_req *r) {
     cJSON *o = cJSON_Parse(line);
@@ -191,6 +206,7 @@ static const char *parse_json(const char *line, replay_req *r) {
             r->url = r->own;
             r->host = memcpy(r->own + ul, hs, hl);
             r->remote = strcpy(r->own + ul + hl, as);
+            strip_port(r->host);
         }
     }
     cJSON_Delete(o);

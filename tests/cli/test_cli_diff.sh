@@ -113,11 +113,11 @@ printf '{"method":"GET","path":"api/x"}\n' >"$tmp/relpath.log"
 same "a path the gateway never logs is still an error" "2 yes" "$? $(grep -q 'relpath.log:1: needs' "$tmp/err" && echo yes)"
 # a Host up to the gateway's header room is replayed: one over 255 bytes
 # (a 253-byte name and a port) was dropped, and its Host route not seen
-long="$(printf 'a%.0s' $(seq 250)).example:8080"
+long="$(printf 'a%.0s' $(seq 250)).example"
 printf '[{"id":"long","uri":"http://x:1","predicates":["Host=%s"]}]' "$long" >"$tmp/hold.json"
 printf '[]' >"$tmp/hnew.json"
-printf '{"method":"GET","path":"/a","host":"%s"}\n' "$long" >"$tmp/longhost.log"
-same "replay of an access log line with a 262-byte host" \
+printf '{"method":"GET","path":"/a","host":"%s:8080"}\n' "$long" >"$tmp/longhost.log"
+same "replay of an access log line with a 263-byte host" \
     "GET /a: long -> (no route)" \
     "$("$bin" diff --requests "$tmp/longhost.log" "$tmp/hold.json" "$tmp/hnew.json" | head -1)"
 # a header written after a space, not a tab, was dropped and the request
@@ -134,6 +134,13 @@ printf '[{"id":"rest","uri":"http://r:1","predicates":["Path=/m/**"]}]' >"$tmp/u
 same "replay of nginx's main format reads the User-Agent, not X-Forwarded-For" \
     "GET /m/a: curl -> rest [upstream http://c:1 -> http://r:1]" \
     "$("$bin" diff --requests "$tmp/main.log" "$tmp/ua-old.json" "$tmp/ua-new.json" | head -1)"
+# the gateway logs the Host header as sent (with its port) and matches
+# Host routes without the port: the replay does the same
+printf '[{"id":"hosted","uri":"http://x:1","predicates":["Host=h.example"]}]' >"$tmp/ho.json"
+printf '{"method":"GET","path":"/a","host":"h.example:8080"}\n{"method":"GET","path":"/b","host":"[::1]:8080"}\n' >"$tmp/hostport.log"
+same "replay of an access log host with a port, as the gateway matched it" \
+    "GET /a: hosted -> (no route)" \
+    "$("$bin" diff --requests "$tmp/hostport.log" "$tmp/ho.json" "$tmp/hnew.json" | head -1)"
 printf 'GET /a\nGET\n' >"$tmp/badreq.txt"
 "$bin" diff --requests "$tmp/badreq.txt" "$tmp/old.json" "$tmp/new.json" >/dev/null 2>"$tmp/err"
 same "a bad request line exits 2" 2 "$?"

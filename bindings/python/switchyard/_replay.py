@@ -122,6 +122,12 @@ def _json_line(line: str) -> Optional[Dict[str, Any]]:
         raise _Bad("method too long")
     q = o.get("query") if isinstance(o.get("query"), str) else ""
     host = o.get("host") if isinstance(o.get("host"), str) else ""
+    # the gateway matched Host routes without the port it logs (its
+    # strip_host_port): cut as the library cuts it, [v6]:port too
+    start = (host.find("]") % (len(host) + 1)) if host.startswith("[") else 0
+    colon = host.rfind(":", start)
+    if colon >= 0:
+        host = host[:colon]
     remote = o.get("remote_addr")
     return {"method": m, "url": p + ("?" + q if q else ""), "headers": [],
             "host": host, "remote": remote if isinstance(remote, str) else ""}

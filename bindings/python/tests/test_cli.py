@@ -462,6 +462,9 @@ REPLAY_FILES = {
     "main.log": '10.0.0.1 - - [10/Oct/2024:13:55:36 +0000] "GET /api/users/7 '
                 'HTTP/1.1" 200 5 "-" "curl/8.0" "10.9.9.9"\n',
     # what the gateway logs for requests it answers without routing them
+    "hostport.log": '{"method":"GET","path":"/api/users/2","host":'
+                    '"h.example:8080"}\n{"method":"GET","path":"/api/x",'
+                    '"host":"[::1]:80"}\n',
     "unrouted.log": '{"method":"GET","path":"/api/users/2","query":null}\n'
                     '{"method":"CONNECT","path":null,"status":405}\n'
                     '{"method":"OPTIONS","path":"*","status":400}\n',
@@ -478,6 +481,7 @@ REPLAY_FILES = {
     ["diff", "--requests", "access.log", "old.json", "new.json"],
     ["diff", "--requests", "unrouted.log", "old.json", "new.json"],
     ["diff", "--requests", "spaced.txt", "old.json", "new.json"],
+    ["diff", "--requests", "hostport.log", "--json", "old.json", "new.json"],
     ["diff", "--requests", "main.log", "--json", "old.json", "new.json"],
     ["diff", "--requests", "bad.txt", "old.json", "new.json"],
     ["diff", "--requests", "x", "--help"],
@@ -524,6 +528,24 @@ def test_diff_requests_reads_the_user_agent_of_nginx_main(tmp_path):
                         cwd=tmp_path, capture_output=True, text=True,
                         env=_env())
     assert py.stdout.startswith("GET /api/users/7: curl -> rest"), py.stdout
+
+
+def test_diff_requests_matches_the_logs_host_without_its_port(tmp_path):
+    """The gateway logs the Host header as sent and matches Host routes
+    without the port (strip_host_port): h.example:8080 took Host=h.example
+    live, and the replay said no route on both sides."""
+    import json as _json
+    (tmp_path / "old.json").write_text(_json.dumps([
+        {"id": "hosted", "uri": "http://x:1",
+         "predicates": ["Host=h.example"]}]))
+    (tmp_path / "new.json").write_text("[]")
+    (tmp_path / "a.log").write_text(
+        '{"method":"GET","path":"/a","host":"h.example:8080"}\n')
+    py = subprocess.run([sys.executable, "-m", "switchyard", "diff",
+                         "--requests", "a.log", "old.json", "new.json"],
+                        cwd=tmp_path, capture_output=True, text=True,
+                        env=_env())
+    assert py.stdout.startswith("GET /a: hosted -> (no route)"), py.stdout
 
 
 def test_diff_requests_refuses_text_after_the_url(tmp_path):

@@ -19,14 +19,17 @@
 #include "proxy.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static FILE *log_file;
 static bool log_own;
+static const char *log_path; /* argv's, for a reopen */
 
 int gw_access_log_open(const char *path) {
     if (!path)
@@ -34,6 +37,7 @@ int gw_access_log_open(const char *path) {
     if (strcmp(path, "-") == 0) {
         log_file = stdout;
     } else {
+        log_path = path;
         log_file = fopen(path, "a");
         if (!log_file) { /* named: perror("") said only the errno's text */
             fprintf(stderr,
@@ -45,6 +49,42 @@ int gw_access_log_open(const char *path) {
         log_own = true;
     }
     setvbuf(log_file, NULL, _IOLBF, 1u << 16); /* a line is one write */
+    return 0;
+}
+
+/* SIGUSR1 (main.c): the file opened again by its name, after a rotation
+ * renamed it, under the stream's lock (a worker's line goes to the old
+ * file or the new, whole); its descriptor replaced in place, so the
+ * workers' stream stays the same. A failure keeps the old file. Before,
+ * SIGUSR1 ended the gateway at once (its default action). */
+int gw_access_log_reopen(char *msg, size_t cap) {
+    if (!log_own) {
+        snprintf(msg, cap, "no access log file to reopen%s",
+                 log_file ? " (it is standard output)" : "");
+        return -1;
+    }
+    int fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        snprintf(msg, cap,
+                 "--access-log '%s': %s; still writing to the "
+                 "file it had open",
+                 log_path, strerror(errno));
+        return -1;
+    }
+    flockfile(log_file);
+    fflush(log_file);
+    int rc = dup2(fd, fileno(log_file));
+    funlockfile(log_file);
+    int err = errno;
+    close(fd);
+    if (rc < 0) {
+        snprintf(msg, cap,
+                 "--access-log '%s': %s; still writing to the "
+                 "file it had open",
+                 log_path, strerror(err));
+        return -1;
+    }
+    snprintf(msg, cap, "--access-log '%s' reopened", log_path);
     return 0;
 }
 

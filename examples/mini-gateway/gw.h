@@ -190,6 +190,9 @@ typedef struct gw_options {
  * the last requests taken (proxy.h gw_recent_remember), for the admin dry
  * run. */
 int gw_access_log_open(const char *path);
+/* The access log file opened again by its name (after a rotation); 0, or
+ * -1 (kept writing to the old one); what happened in msg. */
+int gw_access_log_reopen(char *msg, size_t cap);
 void gw_access_log_close(void);
 #define GW_RECENT_MAX 256
 #define GW_RECENT_HEADERS 16

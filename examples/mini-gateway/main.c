@@ -21,7 +21,7 @@
 gw_state G;
 
 static uv_loop_t main_loop;
-static uv_signal_t sig_term, sig_int;
+static uv_signal_t sig_term, sig_int, sig_usr1;
 
 static const char demo_routes[] =
     "{\"version\": \"1\", \"routes\": [\n"
@@ -76,6 +76,16 @@ static void on_signal(uv_signal_t *s, int sig) {
 #endif
     uv_close((uv_handle_t *)&sig_term, NULL);
     uv_close((uv_handle_t *)&sig_int, NULL);
+    uv_close((uv_handle_t *)&sig_usr1, NULL);
+}
+
+/* SIGUSR1: the access log reopened (logrotate's postrotate, as nginx's) */
+static void on_usr1(uv_signal_t *s, int sig) {
+    (void)s;
+    (void)sig;
+    char msg[600];
+    gw_access_log_reopen(msg, sizeof msg);
+    gw_log("SIGUSR1: %s", msg);
 }
 
 #ifdef GW_HAVE_ETCD
@@ -274,6 +284,8 @@ static int start_serving(void) {
     uv_signal_init(&main_loop, &sig_int);
     uv_signal_start(&sig_term, on_signal, SIGTERM);
     uv_signal_start(&sig_int, on_signal, SIGINT);
+    uv_signal_init(&main_loop, &sig_usr1);
+    uv_signal_start(&sig_usr1, on_usr1, SIGUSR1);
     if (gw_workers_start())
         return -1;
     const gw_config *cfg = &G.cfg;

@@ -545,6 +545,25 @@ def body(procs, c):
     c.eq("".join(sorted(set("".join(traces + spans)))), "0123456789abcdef",
          "the ids use all sixteen hex digits")
 
+    # --- rotation: the file renamed, SIGUSR1 reopens it by its name ---
+    # (SIGUSR1 ended the gateway at once before: its default action)
+    before = len(open(plog, "rb").read().splitlines())
+    os.rename(plog, plog + ".1")
+    c.eq(pg.request("GET", "/fb")[0], 200, "served into the renamed file")
+    os.kill(pg.proc.pid, signal.SIGUSR1)
+    try:
+        h.wait_for(lambda: os.path.exists(plog), "the log reopened by name")
+    except AssertionError as e:
+        c.ok(False, "SIGUSR1: %s (gateway exit %r)" % (e, pg.proc.poll()))
+    else:
+        c.eq(pg.request("GET", "/fb?after=1")[0], 200, "served after SIGUSR1")
+        h.wait_for(lambda: log_lines(plog), "a line in the new file")
+        c.eq([(x["path"], x["query"]) for x in log_lines(plog)],
+             [("/fb", "after=1")], "the new file has the request after")
+        c.eq(len(open(plog + ".1", "rb").read().splitlines()), before + 1,
+             "the renamed file the ones before")
+    c.eq(pg.proc.poll(), None, "the gateway still runs")
+
     # --- an access log that cannot be opened: the start refused, named ---
     # ('' printed only "No such file or directory", naming nothing)
     for path in ("", procs.dir, os.path.join(procs.dir, "no", "x.log")):

@@ -413,7 +413,8 @@ def body(procs, c):
         {"id": "fw", "uri": "forward:/fb", "predicates": ["Path=/fw/**"]},
         {"id": "fb", "uri": up, "predicates": ["Path=/fb"]}]))
     plog = os.path.join(procs.dir, "policy.jsonl")
-    pg = procs.gateway("--routes", pol, "--access-log", plog)
+    pg = procs.gateway("--routes", pol, "--access-log", plog,
+                       log="policy-gw.log")
     sts = [pg.request("GET", "/rl/x", headers={"X-User": "u"})[0]
            for _ in range(2)]
     sts += [pg.request("GET", p)[0] for p in ("/cb/x?q=1", "/rt/x", "/fw/y")]
@@ -551,8 +552,9 @@ def body(procs, c):
     os.rename(plog, plog + ".1")
     c.eq(pg.request("GET", "/fb")[0], 200, "served into the renamed file")
     os.kill(pg.proc.pid, signal.SIGUSR1)
-    try:
-        h.wait_for(lambda: os.path.exists(plog), "the log reopened by name")
+    try:  # the file exists once opened, the descriptor swapped after
+        h.wait_for(lambda: "reopened" in procs.log("policy-gw.log"),
+                   "the log reopened by name")
     except AssertionError as e:
         c.ok(False, "SIGUSR1: %s (gateway exit %r)" % (e, pg.proc.poll()))
     else:

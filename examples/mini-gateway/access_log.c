@@ -88,6 +88,34 @@ int gw_access_log_reopen(char *msg, size_t cap) {
     return 0;
 }
 
+/* Lines the log could not take (a write error: a full disk, a closed
+ * pipe; or no memory for the line): counted for /metrics, the first
+ * logged. They were dropped and nothing said. */
+static atomic_ullong log_lost;
+
+uint64_t gw_access_log_lost(void) {
+    return atomic_load_explicit(&log_lost, memory_order_relaxed);
+}
+
+static void log_write(const gw_buf *b) {
+    int err = ENOMEM;
+    if (!b->failed) {
+        flockfile(log_file);
+        size_t w = fwrite_unlocked(b->p, 1, b->len, log_file);
+        bool bad = w != b->len || ferror_unlocked(log_file);
+        err = errno;
+        if (bad)
+            clearerr_unlocked(log_file);
+        funlockfile(log_file);
+        if (!bad)
+            return;
+    }
+    if (atomic_fetch_add_explicit(&log_lost, 1, memory_order_relaxed) == 0)
+        gw_log("access log: a line could not be written (%s): lines are "
+               "lost, counted in gateway_access_log_lost_total",
+               strerror(err));
+}
+
 void gw_access_log_close(void) {
     if (log_own && log_file)
         fclose(log_file);
@@ -372,8 +400,7 @@ void gw_access_log_refused(const char *peer, int status, uint64_t bytes) {
                   "\"fallback\":false,\"breaker\":null,\"trace_id\":null,"
                   "\"span_id\":null,\"parent_id\":null}\n",
                   status, (unsigned long long)bytes);
-    if (!b.failed)
-        fwrite(b.p, 1, b.len, log_file);
+    log_write(&b);
     gw_buf_free(&b);
 }
 
@@ -461,7 +488,6 @@ void gw_access_log(gw_request *q) {
               q->trace.parent_id[0] ? q->trace.parent_id : NULL,
               strlen(q->trace.parent_id));
     gw_buf_adds(&b, "}\n");
-    if (!b.failed)
-        fwrite(b.p, 1, b.len, log_file);
+    log_write(&b);
     gw_buf_free(&b);
 }

@@ -193,6 +193,8 @@ int gw_access_log_open(const char *path);
 /* The access log file opened again by its name (after a rotation); 0, or
  * -1 (kept writing to the old one); what happened in msg. */
 int gw_access_log_reopen(char *msg, size_t cap);
+/* Access log lines lost to write errors so far (any thread). */
+uint64_t gw_access_log_lost(void);
 void gw_access_log_close(void);
 #define GW_RECENT_MAX 256
 #define GW_RECENT_HEADERS 16

@@ -478,11 +478,15 @@ void gw_metrics_text(gw_buf *out) {
                   "cut short: the upstream sent nothing of the body for "
                   "the response timeout.\n"
                   "# TYPE gateway_upstream_body_timeouts_total counter\n"
-                  "gateway_upstream_body_timeouts_total %llu\n",
+                  "gateway_upstream_body_timeouts_total %llu\n"
+                  "# HELP gateway_access_log_lost_total Access log lines "
+                  "that could not be written (a write error).\n"
+                  "# TYPE gateway_access_log_lost_total counter\n"
+                  "gateway_access_log_lost_total %llu\n",
                   atomic_load(&G.active_clients), gw_active_requests(),
                   (unsigned long long)retries, (unsigned long long)connects,
-                  (unsigned long long)reuses,
-                  (unsigned long long)body_timeouts);
+                  (unsigned long long)reuses, (unsigned long long)body_timeouts,
+                  (unsigned long long)gw_access_log_lost());
     policy_text(out, &pol, rcalls, rerr, rtimeouts, rauth);
     table_free(&pol);
 }

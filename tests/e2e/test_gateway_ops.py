@@ -566,6 +566,23 @@ def body(procs, c):
              "the renamed file the ones before")
     c.eq(pg.proc.poll(), None, "the gateway still runs")
 
+    # --- lines the log cannot take are counted and said, not lost unsaid ---
+    if os.path.exists("/dev/full"):  # every write: ENOSPC
+        fg = procs.gateway("--routes", pol, "--access-log", "/dev/full",
+                           log="full.log")
+        c.eq([fg.request("GET", "/fb")[0] for _ in range(3)], [200] * 3,
+             "served with a full disk under the log")
+        try:
+            h.wait_for(lambda: fg.metric("gateway_access_log_lost_total")
+                       == 3, "three lost lines counted")
+            c.ok(True, "gateway_access_log_lost_total counts the lines")
+        except AssertionError:
+            c.ok(False, "gateway_access_log_lost_total counts the lines: %r"
+                 % fg.metric("gateway_access_log_lost_total"))
+        err = procs.log("full.log")
+        c.ok(err.count("access log") == 1 and "No space left" in err,
+             "and the first loss is logged once: %r" % err[-300:])
+
     # --- an access log that cannot be opened: the start refused, named ---
     # ('' printed only "No such file or directory", naming nothing)
     for path in ("", procs.dir, os.path.join(procs.dir, "no", "x.log")):

@@ -1,8 +1,8 @@
 /*
  * access_log.c - what the gateway remembers of each request it served:
  * the access log (--access-log FILE, or - for stdout: one JSON line per
- * request, written whole in one call, so worker threads never interleave)
- * and a bounded ring of the last GW_RECENT_MAX requests taken (method, host,
+ * request, written whole in one call, so worker threads never interleave;
+ * reopened on SIGUSR1, lines it cannot take counted) and a bounded ring of the last GW_RECENT_MAX requests taken (method, host,
  * path, query, headers) that the admin dry run replays through a changed
  * document (admin_ops.c).
  *

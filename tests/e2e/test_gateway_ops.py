@@ -622,6 +622,17 @@ def body(procs, c):
     url = "http://127.0.0.1:%d/#token=%s&explain=/api/users/7" % (gw.admin,
                                                                   TOKEN)
     dom = chromium(["--dump-dom", url]).stdout.decode("utf-8", "replace")
+    # the address's keys: token and explain; another (a misspelling) or
+    # one twice is said on the page, where it was ignored unsaid
+    for frag, what in (("explian=/api/users/7", "#explian"),
+                       ("explain=/a&explain=/b", "#explain given twice")):
+        d2 = chromium(["--dump-dom", "http://127.0.0.1:%d/#token=%s&%s"
+                       % (gw.admin, TOKEN, frag)]).stdout.decode(
+                           "utf-8", "replace")
+        c.ok(re.search(r'id="address-msg"[^>]*>[^<]*%s' % re.escape(what),
+                       d2), "the page says %s is not read" % what)
+    c.ok(re.search(r'id="address-msg"[^>]*></p>', dom),
+         "and nothing for #token= and #explain=")
     c.eq(dom.count("source fresh (version "), 10,
          "the DOM lists every change /changes answers (fresh 7 to 16)")
     c.ok(re.search(r'class="bad">line 2, column 14: JSON syntax error', dom),

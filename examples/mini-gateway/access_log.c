@@ -2,9 +2,10 @@
  * access_log.c - what the gateway remembers of each request it served:
  * the access log (--access-log FILE, or - for stdout: one JSON line per
  * request, written whole in one call, so worker threads never interleave;
- * reopened on SIGUSR1, lines it cannot take counted) and a bounded ring of the last GW_RECENT_MAX requests taken (method, host,
- * path, query, headers) that the admin dry run replays through a changed
- * document (admin_ops.c).
+ * reopened on SIGUSR1, lines it cannot take counted) and a bounded ring
+ * of the last GW_RECENT_MAX requests taken (method, host, path, query,
+ * headers) that the admin dry run replays through a changed document
+ * (admin_ops.c).
  *
  *   {"time":"2026-01-02T03:04:05.678Z","method":"GET","path":"/a",
  *    "query":"x=1","host":"h","remote_addr":"127.0.0.1","status":200,

@@ -512,3 +512,12 @@ size_t gw_fast_execute_response(http_parser *p, const http_parser_settings *s,
         }
     }
 }
+
+void gw_head_trim_values(sy_header *hdrs, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        sy_str *v = &hdrs[i].value;
+        while (v->len &&
+               (v->ptr[v->len - 1] == ' ' || v->ptr[v->len - 1] == '\t'))
+            v->len--;
+    }
+}

@@ -74,4 +74,9 @@ typedef struct gw_fast_msg {
 size_t gw_fast_execute_response(http_parser *p, const http_parser_settings *s,
                                 gw_fast_msg *f, const char *data, size_t len);
 
+/* http-parser's head (the fast scan's never has this): each value's
+ * trailing spaces and tabs cut off, as the leading ones are (RFC 9110
+ * 5.5). Kept before, a valid "traceparent: ... " started a new trace. */
+void gw_head_trim_values(sy_header *hdrs, size_t n);
+
 #endif

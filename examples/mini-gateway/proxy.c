@@ -422,17 +422,9 @@ static int on_header_value(http_parser *p, const char *at, size_t len) {
     return 0;
 }
 
-/* http-parser's head (the fast path's never has this): a value's trailing
- * whitespace is not part of it (RFC 9110 5.5), as the leading is not.
- * Kept before, a valid "traceparent: ... " started a new trace. */
 static int on_headers_complete(http_parser *p) {
     gw_client *c = p->data;
-    for (size_t i = 0; i < c->nh; i++) {
-        sy_str *v = &c->hdrs[i].value;
-        while (v->len &&
-               (v->ptr[v->len - 1] == ' ' || v->ptr[v->len - 1] == '\t'))
-            v->len--;
-    }
+    gw_head_trim_values(c->hdrs, c->nh); /* the fast scan's are trimmed */
     c->event = 1;
     http_parser_pause(p, 1);
     return 0;

@@ -2410,6 +2410,179 @@ START_TEST(routes_naming_one_breaker_must_agree_on_its_settings) {
 }
 END_TEST
 
+/* Lenient mode leaves out a new route whose breaker settings clash with
+ * a live route that stays (of this source, kept unchanged, or another
+ * source's), as an issue at its CircuitBreaker naming that route; the
+ * rest of the document is applied, and the router's settings map follows
+ * what was published (later commits are judged by it). */
+static sy_router *lenient_breaker_router(void) {
+    sy_router *r;
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.policy_breakers = 16;
+    o.lenient = true;
+    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
+    ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
+    ck_assert_int_eq(sy_router_add_source(r, "t", NULL), 0);
+    return r;
+}
+
+static sy_snapshot *holds_routes(sy_router *r, const char *ids) {
+    sy_snapshot *s = sy_router_acquire(r);
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", ids);
+    size_t n = 0;
+    for (char *t = strtok(buf, ","); t; t = strtok(NULL, ","), n++)
+        ck_assert_msg(sy_snapshot_find_route(s, t, NULL) != NULL, "no route %s",
+                      t);
+    ck_assert_uint_eq(sy_snapshot_route_count(s), n);
+    return s;
+}
+
+START_TEST(lenient_mode_leaves_out_a_route_whose_breaker_settings_clash) {
+    sy_router *r = lenient_breaker_router();
+    sy_error e;
+    sy_report *rep;
+    static const char a25[] = "[" X_ROUTE("a", "25") "]";
+    ck_assert_int_eq(sy_router_apply(r, "s", a25, strlen(a25), NULL, &e), 0);
+    /* a kept unchanged, b of other settings left out, c applied */
+    static const char abc[] = "[" X_ROUTE("a", "25") "," X_ROUTE(
+        "b", "100") ","
+                    "{\"id\":\"c\",\"uri\":\"http://c\"}]";
+    ck_assert_msg(sy_router_apply(r, "s", abc, strlen(abc), &rep, &e) == 0,
+                  "%s: %s", e.path, e.message);
+    ck_assert_uint_eq(sy_report_issue_count(rep), 1);
+    const sy_error *is = sy_report_issue(rep, 0);
+    ck_assert_int_eq(is->code, SY_EARG);
+    ck_assert_str_eq(is->path, "[1].filters[1]");
+    ck_assert_msg(strstr(is->message, "route 'a'") &&
+                      strstr(is->message, "failureRateThreshold"),
+                  "%s", is->message);
+    sy_report_free(rep);
+    sy_snapshot_release(holds_routes(r, "a,c"));
+    sy_router_reclaim(r);
+    ck_assert_uint_eq(uses_of(r, "x"), 1);
+    /* a check says the same, and holds nothing */
+    static const char abcd[] = "[" X_ROUTE("a", "25") "," X_ROUTE(
+        "b", "100") ","
+                    "{\"id\":\"c\",\"uri\":\"http://c\"},"
+                    "{\"id\":\"d\",\"uri\":\"http://c\"}]";
+    sy_change_set *cs;
+    ck_assert_int_eq(sy_change_set_new(r, &cs, NULL), 0);
+    ck_assert_int_eq(sy_change_set_apply(cs, "s", abcd, strlen(abcd), NULL), 0);
+    ck_assert_int_eq(sy_router_check(r, cs, &rep, &e), 0);
+    ck_assert_uint_eq(sy_report_part_count(rep), 1);
+    const sy_report *part = sy_report_part(rep, 0);
+    ck_assert_uint_eq(sy_report_issue_count(part), 1);
+    ck_assert_str_eq(sy_report_issue(part, 0)->path, "[1].filters[1]");
+    sy_report_free(rep);
+    sy_change_set_free(cs);
+    ck_assert_uint_eq(uses_of(r, "x"), 1);
+    /* another source's route stays: an update of a to other settings is
+     * left out (the live a goes, as an invalid route's id does) */
+    static const char t25[] = "[" X_ROUTE("u", "25") "]";
+    ck_assert_int_eq(sy_router_apply(r, "t", t25, strlen(t25), NULL, &e), 0);
+    static const char a100c[] =
+        "[" X_ROUTE("a", "100") ",{\"id\":\"c\",\"uri\":\"http://c\"}]";
+    ck_assert_msg(sy_router_apply(r, "s", a100c, strlen(a100c), &rep, &e) == 0,
+                  "%s: %s", e.path, e.message);
+    ck_assert_uint_eq(sy_report_issue_count(rep), 1);
+    is = sy_report_issue(rep, 0);
+    ck_assert_str_eq(is->path, "[0].filters[1]");
+    ck_assert_msg(strstr(is->message, "route 'u'"), "%s", is->message);
+    sy_report_free(rep);
+    sy_snapshot_release(holds_routes(r, "c,u"));
+    sy_router_reclaim(r);
+    ck_assert_uint_eq(uses_of(r, "x"), 1);
+    /* the map follows what was published: with u gone, x's settings are
+     * free again, and a document of 100s passes whole */
+    static const char none[] = "[{\"id\":\"v\",\"uri\":\"http://c\"}]";
+    ck_assert_int_eq(sy_router_apply(r, "t", none, strlen(none), NULL, &e), 0);
+    static const char ab100[] =
+        "[" X_ROUTE("a", "100") "," X_ROUTE("b", "100") "]";
+    ck_assert_msg(sy_router_apply(r, "s", ab100, strlen(ab100), &rep, &e) == 0,
+                  "%s: %s", e.path, e.message);
+    ck_assert_uint_eq(sy_report_issue_count(rep), 0);
+    sy_report_free(rep);
+    sy_snapshot_release(holds_routes(r, "a,b,v"));
+    sy_router_reclaim(r);
+    ck_assert_uint_eq(uses_of(r, "x"), 2);
+    /* and a 25 beside them is left out again, naming a live one */
+    static const char w25[] =
+        "[" X_ROUTE("w", "25") ",{\"id\":\"v\",\"uri\":\"http://c\"}]";
+    ck_assert_msg(sy_router_apply(r, "t", w25, strlen(w25), &rep, &e) == 0,
+                  "%s: %s", e.path, e.message);
+    ck_assert_uint_eq(sy_report_issue_count(rep), 1);
+    ck_assert_msg(strstr(sy_report_issue(rep, 0)->message, "route 'a'") ||
+                      strstr(sy_report_issue(rep, 0)->message, "route 'b'"),
+                  "%s", sy_report_issue(rep, 0)->message);
+    sy_report_free(rep);
+    sy_snapshot_release(holds_routes(r, "a,b,v"));
+    sy_router_free(r);
+}
+END_TEST
+
+/* Routers sharing one store (workers, sources of their own) give a
+ * breaker one set of settings: the store keeps the settings its routers'
+ * live routes give each name; a commit giving it others while another
+ * router has a live route naming it is refused at the route's
+ * CircuitBreaker, naming the other router; it is free again once that
+ * router's routes are gone (or the router is). */
+START_TEST(routers_sharing_a_store_agree_on_breaker_settings) {
+    size_t len = sy_policy_store_bytes(64, 16);
+    void *mem = aligned_alloc(64, len);
+    sy_policy_store *st;
+    ck_assert_int_eq(sy_policy_store_init(mem, len, 64, 16, &st, NULL), 0);
+    sy_router *r1 = router_with("[" X_ROUTE("a", "25") "]", st, NULL);
+    sy_router *r2 = router_with(NULL, st, NULL);
+    sy_error e;
+    static const char b100[] = "[" X_ROUTE("b", "100") "]";
+    /* a check sees it too */
+    ck_assert_int_eq(check_doc(r2, b100, &e), SY_EARG);
+    ck_assert_str_eq(e.path, "[0].filters[1]");
+    ck_assert_int_eq(sy_router_apply(r2, "s", b100, strlen(b100), NULL, &e),
+                     SY_EARG);
+    ck_assert_str_eq(e.path, "[0].filters[1]");
+    ck_assert_msg(strstr(e.message, "CircuitBreaker 'x'") &&
+                      strstr(e.message, "another router"),
+                  "%s", e.message);
+    ck_assert_uint_eq(owners_of(st, "x"), 1);
+    /* the same settings share */
+    static const char b25[] = "[" X_ROUTE("b", "25") "]";
+    ck_assert_msg(sy_router_apply(r2, "s", b25, strlen(b25), NULL, &e) == 0,
+                  "%s: %s", e.path, e.message);
+    ck_assert_uint_eq(owners_of(st, "x"), 2);
+    /* either changing them alone is refused */
+    static const char a100[] = "[" X_ROUTE("a", "100") "]";
+    ck_assert_int_eq(sy_router_apply(r1, "s", a100, strlen(a100), NULL, &e),
+                     SY_EARG);
+    ck_assert_str_eq(e.path, "[0].filters[1]");
+    /* r2's route gone: r1 may change them */
+    static const char none[] = "[{\"id\":\"n\",\"uri\":\"http://c\"}]";
+    ck_assert_int_eq(sy_router_apply(r2, "s", none, strlen(none), NULL, &e), 0);
+    sy_router_reclaim(r2);
+    ck_assert_msg(sy_router_apply(r1, "s", a100, strlen(a100), NULL, &e) == 0,
+                  "%s: %s", e.path, e.message);
+    /* now r2's 25s are the ones refused, 100s pass */
+    ck_assert_int_eq(sy_router_apply(r2, "s", b25, strlen(b25), NULL, &e),
+                     SY_EARG);
+    ck_assert_msg(sy_router_apply(r2, "s", b100, strlen(b100), NULL, &e) == 0,
+                  "%s: %s", e.path, e.message);
+    /* a router freed gives its settings up with its routes */
+    sy_router_free(r1);
+    ck_assert_int_eq(sy_router_apply(r2, "s", b25, strlen(b25), NULL, &e), 0);
+    sy_router *r3 = router_with(NULL, st, NULL);
+    ck_assert_int_eq(sy_router_apply(r3, "s", b100, strlen(b100), NULL, &e),
+                     SY_EARG);
+    sy_router_free(r2);
+    ck_assert_int_eq(sy_router_apply(r3, "s", b100, strlen(b100), NULL, &e), 0);
+    sy_router_free(r3);
+    sy_policy_stats ps;
+    sy_policy_store_stats(st, &ps);
+    ck_assert_uint_eq(ps.breakers_used, 0);
+    free(mem);
+}
+END_TEST
+
 /* ---- run or refuse ---- */
 
 START_TEST(a_host_refuses_what_it_does_not_run) {
@@ -3044,6 +3217,9 @@ int main(void) {
                    a_default_limiter_path_variable_a_route_lacks_is_refused);
     tcase_add_test(tc, a_default_limiter_is_counted_on_every_route);
     tcase_add_test(tc, a_default_template_variable_a_route_lacks_is_refused);
+    tcase_add_test(
+        tc, lenient_mode_leaves_out_a_route_whose_breaker_settings_clash);
+    tcase_add_test(tc, routers_sharing_a_store_agree_on_breaker_settings);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

@@ -14,6 +14,7 @@
  * key in a table of its own) against that map, never every route; only
  * its error reads the snapshot's routes, to name the other one.
  */
+#include "def/def.h"
 #include "policy/breaker.h"
 #include "router/commit_int.h"
 #include "router/router_int.h"
@@ -307,6 +308,144 @@ int sy__commit_brk_check(commit *c, sy_error *err) {
     if (rc == SY_OK && !c->dry && !set_reserve(r, fresh))
         rc = sy__commit_nomem(err);
     return rc;
+}
+
+/* ---- lenient documents: a route of other settings is left out ---- */
+
+/* A breaker key one of the document's routes gives settings other than
+ * the live ones': the settings of the live routes that stay (base, 0:
+ * none stays) and one of them. */
+typedef struct lkey {
+    uint64_t key;
+    const sy__brk_cfg *base;
+    const struct sy_route *rt;
+} lkey;
+
+static lkey *lkey_at(lkey *t, size_t cap, uint64_t key) {
+    size_t m = cap - 1, i = (size_t)(key * 0x9e3779b97f4a7c15ull) & m;
+    while (t[i].key && t[i].key != key)
+        i = (i + 1) & m;
+    return t[i].key ? &t[i] : NULL;
+}
+
+/* Route i of the document: its breaker, and whether it is the live
+ * route of its id in source si (the same object, or the same meaning:
+ * it stays as it is). */
+typedef struct lroute {
+    size_t i;
+    uint64_t key;
+    const sy__brk_cfg *cfg;
+    int ri;
+    const struct sy_route *live; /* it stays: the live route; else NULL */
+} lroute;
+
+int sy__commit_brk_lenient(commit *c, uint32_t si, const sy_document *doc,
+                           sy__brk_skip **out, size_t *nout, sy_error *err) {
+    sy_router *r = c->r;
+    const sy__alloc *a = &r->alloc;
+    *out = NULL;
+    *nout = 0;
+    if (!r->set_n) /* no live route names a breaker */
+        return SY_OK;
+    size_t n = doc->route_count, m = 0, nk = 0;
+    lroute *v = sy__malloc(a, (n + 1) * sizeof *v);
+    if (!v)
+        return sy__commit_nomem(err);
+    const sy_snapshot *w = c->work;
+    for (size_t i = 0; i < n; i++) {
+        const struct sy_route *rt = doc->routes[i];
+        const sy__brk_cfg *cfg;
+        int ri;
+        uint64_t key = sy__router_breaker_of(r, rt, &cfg, &ri), fp0;
+        uint32_t n0;
+        if (!key || !set_find(r, key, &fp0, &n0))
+            continue;
+        uint32_t slot = sy__snapshot_find_slot(w, rt->id);
+        const sy__slot *sl = slot != SY_NONE ? sy__snapshot_slot(w, slot) : 0;
+        bool stays = sl && sl->source == si &&
+                     (sl->route == rt ||
+                      sy__def_route_fp(sl->route) == sy__def_route_fp(rt));
+        v[m++] = (lroute){i, key, cfg, ri, stays ? sl->route : NULL};
+        nk += cfg->fp != fp0;
+    }
+    if (!nk) { /* every one gives its breaker the live settings */
+        sy__free(a, v);
+        return SY_OK;
+    }
+    size_t cap = 16;
+    while (cap < 2 * nk)
+        cap *= 2;
+    lkey *t = sy__calloc(a, cap, sizeof *t);
+    if (!t) {
+        sy__free(a, v);
+        return sy__commit_nomem(err);
+    }
+    for (size_t k = 0; k < m; k++) {
+        uint64_t fp0;
+        uint32_t n0;
+        set_find(r, v[k].key, &fp0, &n0);
+        if (v[k].cfg->fp == fp0)
+            continue;
+        size_t h = (size_t)(v[k].key * 0x9e3779b97f4a7c15ull) & (cap - 1);
+        while (t[h].key && t[h].key != v[k].key)
+            h = (h + 1) & (cap - 1);
+        t[h].key = v[k].key;
+    }
+    /* the live routes that stay: another source's (every one, once), or
+     * one the document keeps as it is */
+    for (uint32_t i = 0; i < w->slot_count; i++) {
+        const sy__slot *sl = sy__snapshot_slot(w, i);
+        const sy__brk_cfg *cfg;
+        lkey *e;
+        if (!sl->route || sl->source == si)
+            continue;
+        uint64_t key = sy__router_breaker_of(r, sl->route, &cfg, NULL);
+        if (key && (e = lkey_at(t, cap, key)) && !e->base)
+            e->base = cfg, e->rt = sl->route;
+    }
+    for (size_t k = 0; k < m; k++) {
+        lkey *e = v[k].live ? lkey_at(t, cap, v[k].key) : NULL;
+        if (e && !e->base)
+            e->base = v[k].cfg, e->rt = v[k].live;
+    }
+    /* the document's routes of other settings than those, in its order */
+    int rc = SY_OK;
+    size_t ns = 0, scap = 0;
+    sy__brk_skip *sk = NULL;
+    for (size_t k = 0; k < m && rc == SY_OK; k++) {
+        lkey *e = lkey_at(t, cap, v[k].key);
+        if (!e || !e->base || e->base->fp == v[k].cfg->fp)
+            continue;
+        if (ns == scap) {
+            sy__brk_skip *g = sy__grow(a, sk, &scap, ns + 1, 4, sizeof *sk);
+            if (!g) {
+                rc = sy__commit_nomem(err);
+                break;
+            }
+            sk = g;
+        }
+        const struct sy_route *rt = doc->routes[v[k].i];
+        char path[96], how[160];
+        int p = snprintf(path, sizeof path, "%s[%u]",
+                         doc->envelope ? "routes" : "", doc->positions[v[k].i]);
+        if (v[k].ri >= 0 && p > 0 && (size_t)p < sizeof path)
+            snprintf(path + p, sizeof path - (size_t)p, ".filters[%d]",
+                     v[k].ri);
+        sy__brk_first_diff(v[k].cfg, e->base, how, sizeof how);
+        sk[ns].i = v[k].i;
+        sy__error_set(&sk[ns].e, SY_EARG, path, SY__BRK_CLASH,
+                      v[k].cfg->name ? v[k].cfg->name : rt->id, how, e->rt->id);
+        ns++;
+    }
+    sy__free(a, t);
+    sy__free(a, v);
+    if (rc) {
+        sy__free(a, sk);
+        return rc;
+    }
+    *out = sk;
+    *nout = ns;
+    return SY_OK;
 }
 
 void sy__commit_brk_follow(commit *c) {

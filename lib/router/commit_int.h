@@ -94,6 +94,23 @@ int sy__commit_brk_add(commit *c, const struct sy_route *rt, bool added);
  * differs; else what the router's map of breaker settings becomes is
  * kept for sy__commit_brk_follow. */
 int sy__commit_brk_check(commit *c, sy_error *err);
+/* Lenient: a route of document `doc` (source si's) left out because it
+ * gives its breaker other settings than live routes that stay (another
+ * source's, or one the document keeps as it is): its index in
+ * doc->routes and its error, at its CircuitBreaker, naming such a route. */
+typedef struct sy__brk_skip {
+    size_t i;
+    sy_error e;
+} sy__brk_skip;
+struct sy_document;
+/* The routes a lenient apply of `doc` to source si leaves out for their
+ * breaker settings, in document order (*out NULL, *nout 0: none; the
+ * caller frees *out). Weighed against the published routes' settings
+ * map and the working snapshot; the publish's check still weighs the
+ * whole commit. SY_ENOMEM. */
+int sy__commit_brk_lenient(commit *c, uint32_t si,
+                           const struct sy_document *doc, sy__brk_skip **out,
+                           size_t *nout, sy_error *err);
 /* Published: the router's map of breaker settings follows. */
 void sy__commit_brk_follow(commit *c);
 void sy__commit_brk_free(commit *c);

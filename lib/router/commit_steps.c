@@ -212,6 +212,10 @@ typedef struct doc_walk {
     /* no route runs a policy and no default breaker claims entries: the
      * lenient check reads no route (check_change_policies) */
     bool policy_free;
+    /* lenient: routes left out for their breaker settings, in document
+     * order, and the next one (sy__commit_brk_lenient) */
+    sy__brk_skip *skip;
+    size_t nskip, skip_at;
 } doc_walk;
 
 /* A route ahead that will be read (not one shared by position, which the
@@ -256,6 +260,15 @@ static int route_change(doc_walk *dw, size_t i, sy_error *err) {
     const sy_snapshot *w = dw->w;
     const struct sy_route *rt = doc->routes[i];
     uint32_t pos = doc->positions[i];
+    /* lenient: its breaker's settings clash with live routes that stay:
+     * left out as an issue, as an invalid route is (a live one of its id
+     * goes) */
+    if (dw->skip_at < dw->nskip && dw->skip[dw->skip_at].i == i) {
+        dw->left_out++;
+        return sy__report_add_issue(dw->rep, &dw->skip[dw->skip_at++].e)
+                   ? sy__commit_nomem(err)
+                   : SY_OK;
+    }
     if (pos > SY_RANK_POS_MAX)
         return sy__error_set(err, SY_ELIMIT, "routes",
                              "a source holds at most %u routes",
@@ -363,6 +376,8 @@ static int document_changes(commit *c, uint32_t si, const sy_document *doc,
     int rc = SY_OK;
     if (!dw.keep || !dw.ch || !dw.shared)
         rc = sy__commit_nomem(err);
+    if (rc == SY_OK && r->opts.lenient && !dw.policy_free)
+        rc = sy__commit_brk_lenient(c, si, doc, &dw.skip, &dw.nskip, err);
     for (size_t i = 0; rc == SY_OK && i < n; i++) {
         prefetch_doc_route(&dw, i);
         rc = route_change(&dw, i, err);
@@ -379,6 +394,7 @@ static int document_changes(commit *c, uint32_t si, const sy_document *doc,
         rc = removed_changes(&dw, err);
     sy__free(&r->alloc, dw.keep);
     sy__free(&r->alloc, dw.shared);
+    sy__free(&r->alloc, dw.skip);
     if (rc) {
         sy__free(&r->alloc, dw.ch);
         return rc;

@@ -20,7 +20,7 @@ static uint32_t pow2_at_least(uint32_t n, uint32_t min) {
 
 static size_t bytes_for(uint32_t slots, uint32_t breakers) {
     return SY_STORE_OWNERS_END + (size_t)slots * sizeof(sy__bucket) +
-           (size_t)breakers * (sizeof(sy__brk) + 8u * SY_OWNER_WORDS);
+           (size_t)breakers * (sizeof(sy__brk) + 8u * SY_USER_WORDS);
 }
 
 size_t sy_policy_store_bytes(uint32_t slots, uint32_t breakers) {
@@ -273,6 +273,9 @@ static void owner_clear(sy_policy_store *st, unsigned o) {
         _Atomic uint64_t *u = &sy__store_users(st, &t[i])[o / 64];
         if (atomic_load_explicit(u, memory_order_relaxed) & bit)
             atomic_fetch_and_explicit(u, ~bit, memory_order_relaxed);
+        u = &sy__store_setters(st, &t[i])[o / 64];
+        if (atomic_load_explicit(u, memory_order_relaxed) & bit)
+            atomic_fetch_and_explicit(u, ~bit, memory_order_relaxed);
         if (!brk_used(st, &t[i]))
             brk_free(st, &t[i]);
     }
@@ -340,7 +343,7 @@ sy__brk *sy__store_breaker_hold(sy_policy_store *st, uint64_t key, int owner) {
             atomic_store_explicit(&fr->fbits[i], 0, memory_order_relaxed);
             atomic_store_explicit(&fr->sbits[i], 0, memory_order_relaxed);
         }
-        for (size_t w = 0; w < SY_OWNER_WORDS; w++)
+        for (size_t w = 0; w < SY_USER_WORDS; w++)
             atomic_store_explicit(&sy__store_users(st, fr)[w], 0,
                                   memory_order_relaxed);
         atomic_store_explicit(&fr->key, key, memory_order_release);
@@ -366,6 +369,112 @@ void sy__store_breaker_drop(sy_policy_store *st, uint64_t key, int owner) {
             brk_free(st, b);
     }
     sy__store_brk_unlock(st);
+}
+
+/* ---- breaker settings across owners ---- */
+
+/* Another owner than `owner` with a setter bit at b: the lowest, or -1. */
+static int other_setter(sy_policy_store *st, const sy__brk *b, int owner) {
+    _Atomic uint64_t *s = sy__store_setters(st, b);
+    for (int w = 0; w < (int)SY_OWNER_WORDS; w++) {
+        uint64_t bits = atomic_load_explicit(&s[w], memory_order_relaxed);
+        if (w == owner / 64)
+            bits &= ~(1ull << (owner % 64));
+        if (bits)
+            return w * 64 + __builtin_ctzll(bits);
+    }
+    return -1;
+}
+
+static bool is_setter(sy_policy_store *st, const sy__brk *b, int owner) {
+    return atomic_load_explicit(&sy__store_setters(st, b)[owner / 64],
+                                memory_order_relaxed) >>
+               (owner % 64) &
+           1;
+}
+
+static void set_setter(sy_policy_store *st, const sy__brk *b, int owner,
+                       bool on) {
+    _Atomic uint64_t *w = &sy__store_setters(st, b)[owner / 64];
+    uint64_t bit = 1ull << (owner % 64);
+    if (on)
+        atomic_fetch_or_explicit(w, bit, memory_order_relaxed);
+    else
+        atomic_fetch_and_explicit(w, ~bit, memory_order_relaxed);
+}
+
+static _Atomic uint64_t *settings_fp(sy_policy_store *st, const sy__brk *b) {
+    return sy__store_setters(st, b) + SY_OWNER_WORDS;
+}
+
+int sy__store_settings_claim(sy_policy_store *st, int owner,
+                             sy__store_setting *v, size_t n, bool dry,
+                             size_t *clash, int *other) {
+    if (owner < 0 || owner >= (int)SY_STORE_OWNERS || !n)
+        return 0;
+    sy__store_brk_lock(st);
+    for (size_t i = 0; i < n; i++) {
+        sy__brk *b = v[i].count ? brk_find(st, v[i].key, NULL, NULL) : NULL;
+        int o = b ? other_setter(st, b, owner) : -1;
+        if (o >= 0 && atomic_load_explicit(settings_fp(st, b),
+                                           memory_order_relaxed) != v[i].fp) {
+            sy__store_brk_unlock(st);
+            *clash = i;
+            *other = o;
+            return SY_EARG;
+        }
+    }
+    for (size_t i = 0; !dry && i < n; i++) {
+        sy__brk *b = v[i].count ? brk_find(st, v[i].key, NULL, NULL) : NULL;
+        if (!b)
+            continue;
+        v[i].prev_set = is_setter(st, b, owner);
+        v[i].prev_fp =
+            atomic_load_explicit(settings_fp(st, b), memory_order_relaxed);
+        set_setter(st, b, owner, true);
+        atomic_store_explicit(settings_fp(st, b), v[i].fp,
+                              memory_order_relaxed);
+    }
+    sy__store_brk_unlock(st);
+    return 0;
+}
+
+void sy__store_settings_undo(sy_policy_store *st, int owner,
+                             const sy__store_setting *v, size_t n) {
+    if (owner < 0 || owner >= (int)SY_STORE_OWNERS || !n)
+        return;
+    sy__store_brk_lock(st);
+    for (size_t i = 0; i < n; i++) {
+        sy__brk *b = v[i].count ? brk_find(st, v[i].key, NULL, NULL) : NULL;
+        if (!b)
+            continue;
+        if (!v[i].prev_set)
+            set_setter(st, b, owner, false);
+        else if (other_setter(st, b, owner) < 0)
+            atomic_store_explicit(settings_fp(st, b), v[i].prev_fp,
+                                  memory_order_relaxed);
+    }
+    sy__store_brk_unlock(st);
+}
+
+void sy__store_settings_release(sy_policy_store *st, int owner,
+                                const sy__store_setting *v, size_t n) {
+    if (owner < 0 || owner >= (int)SY_STORE_OWNERS || !n)
+        return;
+    sy__store_brk_lock(st);
+    for (size_t i = 0; i < n; i++) {
+        sy__brk *b = v[i].count ? NULL : brk_find(st, v[i].key, NULL, NULL);
+        if (b)
+            set_setter(st, b, owner, false);
+    }
+    sy__store_brk_unlock(st);
+}
+
+uint64_t sy__store_owner_pid(sy_policy_store *st, int owner) {
+    if (owner < 0 || owner >= (int)SY_STORE_OWNERS)
+        return 0;
+    return atomic_load_explicit(&sy__store_owners(st)[owner],
+                                memory_order_relaxed);
 }
 
 void sy_policy_store_stats(const sy_policy_store *cst, sy_policy_stats *out) {

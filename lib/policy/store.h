@@ -13,7 +13,8 @@
  *   +----------------------+  OWNERS_END + 16 * slots
  *   | breaker entries      |  breakers x 320 bytes (breaker.c)
  *   +----------------------+
- *   | breaker users        |  breakers x 32 bytes: each entry's owner bits
+ *   | breaker users        |  breakers x 72 bytes: each entry's owner bits,
+ *   |                      |  its setter bits and settings fingerprint
  *   +----------------------+  (writers only: off the entries' lines)
  *
  * Both tables are open-addressed on a 64-bit key (0: empty), claimed with
@@ -29,6 +30,14 @@
  * bits go as its routes' would have. Claims, frees and owner slots take
  * the store's writer lock (brk_lock, never on the request path); lookups
  * take nothing.
+ *
+ * Routes naming one breaker must give it one set of window settings
+ * (router/commit_brk.c), across the routers of a store too: an entry
+ * keeps the fingerprint of the settings its setters' live routes give it
+ * and a setter bit per owner with such a route, set at the commit that
+ * publishes its first and cleared at the one that publishes its last
+ * gone (sy__store_settings_*); a commit of other settings while another
+ * owner's bit is set is refused.
  */
 #ifndef SY_POLICY_STORE_H
 #define SY_POLICY_STORE_H
@@ -39,8 +48,9 @@
 
 #define SY_STORE_MAGIC 0x3152545359505953ull /* "SYPYSTR1" */
 /* 5: owner bits in a table of their own; 6: a bucket's refill end in
- * 1/4096 us, its tag 4 bits */
-#define SY_STORE_VERSION 6u
+ * 1/4096 us, its tag 4 bits; 7: breaker entries' setter
+ * bits and settings */
+#define SY_STORE_VERSION 7u
 #define SY_STORE_PROBES 32u
 /* routers (of any process) using one store at once */
 #define SY_STORE_OWNERS 256u
@@ -110,6 +120,9 @@ static inline sy__brk *sy__store_brks(sy_policy_store *st) {
     return (sy__brk *)(void *)((char *)st + SY_STORE_OWNERS_END +
                                (size_t)st->slots * sizeof(sy__bucket));
 }
+/* Words per entry in the users table: the owner bits, the setter bits,
+ * the settings' fingerprint. */
+#define SY_USER_WORDS (2u * SY_OWNER_WORDS + 1u)
 /* Entry b's owner bits (SY_OWNER_WORDS words; bit i: owner i has a live
  * route naming it), in a table after the entries: the request path never
  * reads them. */
@@ -117,7 +130,13 @@ static inline _Atomic uint64_t *sy__store_users(sy_policy_store *st,
                                                 const sy__brk *b) {
     sy__brk *t = sy__store_brks(st);
     _Atomic uint64_t *u = (_Atomic uint64_t *)(void *)(t + st->breakers);
-    return u + (size_t)(b - t) * SY_OWNER_WORDS;
+    return u + (size_t)(b - t) * SY_USER_WORDS;
+}
+/* Its setter bits (SY_OWNER_WORDS words; bit i: owner i published a live
+ * route naming it), then the fingerprint of their settings (one word). */
+static inline _Atomic uint64_t *sy__store_setters(sy_policy_store *st,
+                                                  const sy__brk *b) {
+    return sy__store_users(st, b) + SY_OWNER_WORDS;
 }
 
 /* The store's time base, set by the first call (a day before now_ms). */
@@ -192,6 +211,34 @@ sy__brk *sy__store_breaker_hold(sy_policy_store *st, uint64_t key, int owner);
  * The caller guarantees no reader can still reach the entry through that
  * owner (its routes naming it no snapshot holds). Writer side. */
 void sy__store_breaker_drop(sy_policy_store *st, uint64_t key, int owner);
+/* A router's (owner's) breaker settings after its commit: key, the
+ * fingerprint of the settings its live routes give it and how many name
+ * it (0: none now); prev_*: what the claim found, for an undo. */
+typedef struct sy__store_setting {
+    uint64_t key, fp;
+    uint32_t count;
+    bool prev_set;
+    uint64_t prev_fp;
+} sy__store_setting;
+/* Owner `owner`'s commit gives the keys of v[0, n) with count > 0 these
+ * settings: SY_EARG, *clash its index in v and *other an owner of other
+ * settings, when another owner's live routes give one of them other
+ * settings (nothing claimed); else, unless dry, the owner's setter bit
+ * is set at each and the entry's settings are its (keys without an entry
+ * are passed: a check claims none). Writer side (takes the lock). */
+int sy__store_settings_claim(sy_policy_store *st, int owner,
+                             sy__store_setting *v, size_t n, bool dry,
+                             size_t *clash, int *other);
+/* The commit was not published: what the claim set is undone (a setting
+ * another owner joined since stays). */
+void sy__store_settings_undo(sy_policy_store *st, int owner,
+                             const sy__store_setting *v, size_t n);
+/* Published: the owner's setter bit goes at the keys of count 0. */
+void sy__store_settings_release(sy_policy_store *st, int owner,
+                                const sy__store_setting *v, size_t n);
+/* The process id of owner slot `owner` (0: free). */
+uint64_t sy__store_owner_pid(sy_policy_store *st, int owner);
+
 /* The writer lock itself (the two calls above take it). */
 void sy__store_brk_lock(sy_policy_store *st);
 void sy__store_brk_unlock(sy_policy_store *st);

@@ -40,6 +40,15 @@ typedef struct sy__brk_final {
     uint32_t count;
 } sy__brk_final;
 
+/* the store's part: the keys whose settings the router's routes give
+ * change (first named, other settings, last gone), and for each the
+ * first added route of its settings (+ 1; 0: none) */
+typedef struct sy__brk_store {
+    sy__store_setting *v;
+    uint32_t *at;
+    size_t n;
+} sy__brk_store;
+
 /* ---- the router's map: breaker key -> settings, routes naming it ---- */
 
 static size_t set_at(const sy_router *r, uint64_t key) {
@@ -168,6 +177,22 @@ static const struct sy_route *route_naming(const commit *c, uint64_t key,
     return NULL;
 }
 
+/* An added route's CircuitBreaker's place in its change, in path. */
+static void later_path(const commit *c, const sy__brk_delta *later, char *path,
+                       size_t n) {
+    const sy__brk_at *at = NULL;
+    for (size_t i = c->brk_at_n; i-- > 0 && !at;)
+        if (c->brk_at[i].rt == later->rt)
+            at = &c->brk_at[i];
+    *path = 0;
+    if (at) {
+        int k = at->list ? snprintf(path, n, "%s[%u]", at->list, at->index)
+                         : snprintf(path, n, "route");
+        if (later->ri >= 0 && k > 0 && (size_t)k < n)
+            snprintf(path + k, n - (size_t)k, ".filters[%d]", later->ri);
+    }
+}
+
 /* Breaker `key` would be named with two settings: `later` (an added
  * route) against `first` (an added route), or, first NULL, against the
  * live routes of settings fp that stay. */
@@ -180,20 +205,8 @@ static int conflict(commit *c, uint64_t key, const sy__brk_delta *first,
         return sy__error_set(err, SY_EARG, "",
                              "routes name one CircuitBreaker with different "
                              "settings");
-    /* the later route's place in its change */
-    const sy__brk_at *at = NULL;
-    for (size_t i = c->brk_at_n; i-- > 0 && !at;)
-        if (c->brk_at[i].rt == later->rt)
-            at = &c->brk_at[i];
-    char path[96] = "", how[160];
-    if (at) {
-        int k = at->list
-                    ? snprintf(path, sizeof path, "%s[%u]", at->list, at->index)
-                    : snprintf(path, sizeof path, "route");
-        if (later->ri >= 0 && k > 0 && (size_t)k < sizeof path)
-            snprintf(path + k, sizeof path - (size_t)k, ".filters[%d]",
-                     later->ri);
-    }
+    char path[96], how[160];
+    later_path(c, later, path, sizeof path);
     sy__brk_first_diff(later->cfg, ocfg, how, sizeof how);
     const char *name = later->cfg->name ? later->cfg->name : later->rt->id;
     return sy__error_set(err, SY_EARG, path, SY__BRK_CLASH, name, how,
@@ -242,6 +255,8 @@ static void weigh(group *g, const sy__brk_delta *d, uint32_t i) {
     }
 }
 
+static int store_claim(commit *c, sy_error *err);
+
 int sy__commit_brk_check(commit *c, sy_error *err) {
     sy_router *r = c->r;
     const sy__alloc *a = &r->alloc;
@@ -257,7 +272,17 @@ int sy__commit_brk_check(commit *c, sy_error *err) {
     uint32_t *ix = sy__calloc(a, cap, sizeof *ix);
     sy__free(a, c->brk_final);
     c->brk_final = sy__malloc(a, n * sizeof *c->brk_final);
-    if (!g || !ix || !c->brk_final) {
+    if (!c->brk_store)
+        c->brk_store = sy__calloc(a, 1, sizeof *c->brk_store);
+    if (c->brk_store) {
+        sy__free(a, c->brk_store->v);
+        sy__free(a, c->brk_store->at);
+        c->brk_store->v = sy__malloc(a, n * sizeof *c->brk_store->v);
+        c->brk_store->at = sy__malloc(a, n * sizeof *c->brk_store->at);
+        c->brk_store->n = 0;
+    }
+    if (!g || !ix || !c->brk_final || !c->brk_store || !c->brk_store->v ||
+        !c->brk_store->at) {
         sy__free(a, g);
         sy__free(a, ix);
         return sy__commit_nomem(err);
@@ -296,18 +321,69 @@ int sy__commit_brk_check(commit *c, sy_error *err) {
                           e->base, &d[e->other_at - 1], err);
         } else {
             fresh += !e->live && (base || other);
-            c->brk_final[c->brk_final_n++] =
-                (sy__brk_final){e->key, base ? e->base : e->other,
-                                (uint32_t)(base    ? e->base_n
-                                           : other ? e->other_n
-                                                   : 0)};
+            sy__brk_final *fi = &c->brk_final[c->brk_final_n++];
+            *fi = (sy__brk_final){e->key, base ? e->base : e->other,
+                                  (uint32_t)(base    ? e->base_n
+                                             : other ? e->other_n
+                                                     : 0)};
+            /* the store's part: settings first named or changed here (a
+             * live key of unchanged settings is the router's already),
+             * or a key the router's routes no longer name */
+            if (fi->count ? !(e->live && fi->fp == e->base) : e->live) {
+                sy__brk_store *bs = c->brk_store;
+                bs->v[bs->n] =
+                    (sy__store_setting){fi->key, fi->fp, fi->count, false, 0};
+                bs->at[bs->n++] =
+                    fi->count ? (base ? e->base_add : e->other_at) : 0;
+            }
         }
     }
     sy__free(a, g);
     sy__free(a, ix);
-    if (rc == SY_OK && !c->dry && !set_reserve(r, fresh))
+    if (rc == SY_OK)
+        rc = store_claim(c, err);
+    else
+        c->brk_store->n = 0; /* nothing claimed */
+    if (rc == SY_OK && !c->dry && !set_reserve(r, fresh)) {
+        sy__commit_brk_undo(c);
         rc = sy__commit_nomem(err);
+    }
     return rc;
+}
+
+/* Routers sharing the store give each breaker one set of settings: the
+ * keys whose settings this commit changes are claimed there (a check
+ * only looks), refused when another router's live routes give one other
+ * settings. */
+static int store_claim(commit *c, sy_error *err) {
+    sy__brk_store *bs = c->brk_store;
+    size_t at = 0;
+    int other = -1;
+    if (!bs->n || !sy__store_settings_claim(c->r->policy, c->r->brk_owner,
+                                            bs->v, bs->n, c->dry, &at, &other))
+        return SY_OK;
+    bs->n = 0; /* nothing claimed */
+    const sy__brk_delta *later = &c->brk_d[bs->at[at] - 1];
+    char path[96];
+    later_path(c, later, path, sizeof path);
+    const char *name = later->cfg->name ? later->cfg->name : later->rt->id;
+    return sy__error_set(
+        err, SY_EARG, path,
+        "CircuitBreaker '%.80s': another router sharing the policy store "
+        "(owner %d, process %llu) gives it other settings than route "
+        "'%.80s' does: routes naming one breaker share its window and "
+        "state, so every router's routes must give it the same settings",
+        name, other,
+        (unsigned long long)sy__store_owner_pid(c->r->policy, other),
+        later->rt->id);
+}
+
+void sy__commit_brk_undo(commit *c) {
+    sy__brk_store *bs = c->brk_store;
+    if (bs && bs->n && !c->dry)
+        sy__store_settings_undo(c->r->policy, c->r->brk_owner, bs->v, bs->n);
+    if (bs)
+        bs->n = 0;
 }
 
 /* ---- lenient documents: a route of other settings is left out ---- */
@@ -453,6 +529,12 @@ void sy__commit_brk_follow(commit *c) {
         set_put(c->r, c->brk_final[i].key, c->brk_final[i].fp,
                 c->brk_final[i].count);
     c->brk_final_n = 0;
+    /* the keys its routes no longer name: its setter bits go */
+    sy__brk_store *bs = c->brk_store;
+    if (bs && bs->n)
+        sy__store_settings_release(c->r->policy, c->r->brk_owner, bs->v, bs->n);
+    if (bs)
+        bs->n = 0;
 }
 
 void sy__commit_brk_free(commit *c) {
@@ -460,6 +542,12 @@ void sy__commit_brk_free(commit *c) {
     sy__free(a, c->brk_at);
     sy__free(a, c->brk_d);
     sy__free(a, c->brk_final);
+    if (c->brk_store) {
+        sy__free(a, c->brk_store->v);
+        sy__free(a, c->brk_store->at);
+        sy__free(a, c->brk_store);
+    }
+    c->brk_store = NULL;
     c->brk_at = NULL;
     c->brk_d = NULL;
     c->brk_final = NULL;

@@ -72,6 +72,9 @@ typedef struct commit {
     size_t brk_d_n, brk_d_cap;
     struct sy__brk_final *brk_final;
     size_t brk_final_n;
+    /* the keys whose settings the commit claims in the policy store
+     * (routers sharing it agree too), undone if it is not published */
+    struct sy__brk_store *brk_store;
 } commit;
 
 static inline int sy__commit_nomem(sy_error *err) {
@@ -91,8 +94,10 @@ int sy__commit_brk_add(commit *c, const struct sy_route *rt, bool added);
 /* SY_EARG when the snapshot to publish (c->work) would hold two routes
  * naming one breaker with different settings, at the later route's
  * CircuitBreaker, naming the other route and the first setting that
- * differs; else what the router's map of breaker settings becomes is
- * kept for sy__commit_brk_follow. */
+ * differs, or when another router sharing the policy store gives it
+ * other settings (naming that router); else what the router's map of
+ * breaker settings becomes is kept for sy__commit_brk_follow, and the
+ * settings it changes are claimed in the store (a check: looked at). */
 int sy__commit_brk_check(commit *c, sy_error *err);
 /* Lenient: a route of document `doc` (source si's) left out because it
  * gives its breaker other settings than live routes that stay (another
@@ -111,8 +116,12 @@ struct sy_document;
 int sy__commit_brk_lenient(commit *c, uint32_t si,
                            const struct sy_document *doc, sy__brk_skip **out,
                            size_t *nout, sy_error *err);
-/* Published: the router's map of breaker settings follows. */
+/* Published: the router's map of breaker settings follows, and its
+ * setter bits in the store. */
 void sy__commit_brk_follow(commit *c);
+/* Not published after a check that passed: the settings it claimed in
+ * the store are given back. */
+void sy__commit_brk_undo(commit *c);
 void sy__commit_brk_free(commit *c);
 
 /* Run one staged change on the working state: its part report in *rep

@@ -353,8 +353,14 @@ def _sy_py_key_resolve(data: Any, req: Any, route: Any, buf: Any, cap: int,
     try:
         name, fn = ffi.from_handle(data)
         key = fn(request_from_c(req), route_from_c(route))
+        if key is not None and not isinstance(key, (str, bytes)):
+            # str() would key by its text: an object by its repr (a new
+            # bucket each time), 42 and "42" one bucket
+            raise TypeError(
+                f"key resolver {name!r} returned {type(key).__name__}: a "
+                "key is str, bytes or None")
         raw = b"" if key is None else (key if isinstance(key, bytes)
-                                       else str(key).encode(ENC))
+                                       else key.encode(ENC))
         if len(raw) > int(cap):
             # cut, two clients whose keys share the first cap bytes
             # (SY_KEY_RESOLVER_CAP) would share one bucket

@@ -140,7 +140,9 @@ class Registry:
         """Register a RequestRateLimiter key resolver, named in documents as
         SCG names beans: ``"key-resolver": "#{@name}"``. ``resolve(request,
         route)`` runs per request on the matching thread and returns the
-        key (None or "" for no key: deny-empty-key decides)."""
+        key, str or bytes (None or "" for no key: deny-empty-key decides);
+        any other type raises TypeError naming the resolver at the call
+        that asked for the key."""
         self._check_open()
         handle = ffi.new_handle((name, resolve))
         kr = ffi.new("sy_key_resolver *")

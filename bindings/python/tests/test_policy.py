@@ -97,6 +97,24 @@ def test_a_long_key_has_its_own_bucket_and_one_past_the_cap_is_raised():
             snap.match(path="/rl/x").ratelimit(T0)
 
 
+def test_a_resolver_returning_neither_str_nor_bytes_raises_naming_it():
+    # a key of another type was str()'d: 42 keyed "42", an object its
+    # repr (an address: a new bucket each time), a list its text; now it
+    # raises at the call, naming the resolver and the type
+    reg = sy.Registry()
+    reg.add_key_resolver("intKeyResolver", lambda req, route: 42)
+    reg.add_key_resolver("objKeyResolver", lambda req, route: object())
+    for name, typ in (("intKeyResolver", "int"), ("objKeyResolver", "object")):
+        r = limited_router({"redis-rate-limiter.replenishRate": "1",
+                            "key-resolver": "#{@" + name + "}"},
+                           registry=reg)
+        with r.acquire() as snap:
+            with pytest.raises(TypeError,
+                               match=f"key resolver '{name}' returned "
+                                     f"{typ}: a key is str, bytes or None"):
+                snap.match(path="/rl/x").ratelimit(T0)
+
+
 def test_an_unregistered_resolver_is_refused_at_its_path():
     with pytest.raises(sy.ValidationError) as e:
         limited_router({"redis-rate-limiter.replenishRate": "1",

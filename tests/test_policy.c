@@ -2579,6 +2579,34 @@ START_TEST(routers_sharing_a_store_agree_on_breaker_settings) {
     sy_policy_stats ps;
     sy_policy_store_stats(st, &ps);
     ck_assert_uint_eq(ps.breakers_used, 0);
+    /* a commit whose publish fails after the check gives its claim back:
+     * r4's readers hold its one retired snapshot (max_retired 1) when it
+     * changes a's settings; the store keeps those of its live a */
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.policy_store = st;
+    o.max_retired = 1;
+    sy_router *r4;
+    ck_assert_int_eq(sy_router_new(&o, &r4, NULL), 0);
+    ck_assert_int_eq(sy_router_add_source(r4, "s", NULL), 0);
+    static const char a25[] = "[" X_ROUTE("a", "25") "]";
+    static const char a25n[] =
+        "[" X_ROUTE("a", "25") ",{\"id\":\"n\",\"uri\":\"http://c\"}]";
+    static const char a100n[] =
+        "[" X_ROUTE("a", "100") ",{\"id\":\"n\",\"uri\":\"http://c\"}]";
+    ck_assert_int_eq(sy_router_apply(r4, "s", a25, strlen(a25), NULL, &e), 0);
+    sy_router_reclaim(r4);
+    sy_snapshot *held = sy_router_acquire(r4);
+    ck_assert_int_eq(sy_router_apply(r4, "s", a25n, strlen(a25n), NULL, &e), 0);
+    ck_assert_int_eq(sy_router_apply(r4, "s", a100n, strlen(a100n), NULL, &e),
+                     SY_EBUSY);
+    r2 = router_with(NULL, st, NULL);
+    ck_assert_int_eq(sy_router_apply(r2, "s", b100, strlen(b100), NULL, &e),
+                     SY_EARG);
+    ck_assert_msg(sy_router_apply(r2, "s", b25, strlen(b25), NULL, &e) == 0,
+                  "%s: %s", e.path, e.message);
+    sy_snapshot_release(held);
+    sy_router_free(r4);
+    sy_router_free(r2);
     free(mem);
 }
 END_TEST

@@ -2611,6 +2611,46 @@ START_TEST(routers_sharing_a_store_agree_on_breaker_settings) {
 }
 END_TEST
 
+/* Lenient: a route giving a breaker other settings than another router
+ * sharing the store gives it is left out as an issue naming that router,
+ * the rest applied. */
+START_TEST(lenient_mode_leaves_out_a_route_another_routers_settings_clash) {
+    size_t len = sy_policy_store_bytes(64, 16);
+    void *mem = aligned_alloc(64, len);
+    sy_policy_store *st;
+    ck_assert_int_eq(sy_policy_store_init(mem, len, 64, 16, &st, NULL), 0);
+    sy_router *r1 = router_with("[" X_ROUTE("a", "25") "]", st, NULL);
+    sy_router *r2;
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.policy_store = st;
+    o.lenient = true;
+    ck_assert_int_eq(sy_router_new(&o, &r2, NULL), 0);
+    ck_assert_int_eq(sy_router_add_source(r2, "s", NULL), 0);
+    static const char bc[] =
+        "[" X_ROUTE("b", "100") ",{\"id\":\"c\",\"uri\":\"http://c\"}]";
+    sy_report *rep;
+    sy_error e;
+    ck_assert_msg(sy_router_apply(r2, "s", bc, strlen(bc), &rep, &e) == 0,
+                  "%s: %s", e.path, e.message);
+    ck_assert_uint_eq(sy_report_issue_count(rep), 1);
+    const sy_error *is = sy_report_issue(rep, 0);
+    ck_assert_str_eq(is->path, "[0].filters[1]");
+    ck_assert_msg(strstr(is->message, "another router"), "%s", is->message);
+    sy_report_free(rep);
+    sy_snapshot_release(holds_routes(r2, "c"));
+    /* the same settings pass */
+    static const char bc25[] =
+        "[" X_ROUTE("b", "25") ",{\"id\":\"c\",\"uri\":\"http://c\"}]";
+    ck_assert_int_eq(sy_router_apply(r2, "s", bc25, strlen(bc25), &rep, &e), 0);
+    ck_assert_uint_eq(sy_report_issue_count(rep), 0);
+    sy_report_free(rep);
+    sy_snapshot_release(holds_routes(r2, "b,c"));
+    sy_router_free(r2);
+    sy_router_free(r1);
+    free(mem);
+}
+END_TEST
+
 /* ---- run or refuse ---- */
 
 START_TEST(a_host_refuses_what_it_does_not_run) {
@@ -3248,6 +3288,8 @@ int main(void) {
     tcase_add_test(
         tc, lenient_mode_leaves_out_a_route_whose_breaker_settings_clash);
     tcase_add_test(tc, routers_sharing_a_store_agree_on_breaker_settings);
+    tcase_add_test(
+        tc, lenient_mode_leaves_out_a_route_another_routers_settings_clash);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

@@ -217,6 +217,7 @@ void sy__store_breaker_drop(sy_policy_store *st, uint64_t key, int owner);
 typedef struct sy__store_setting {
     uint64_t key, fp;
     uint32_t count;
+    uint32_t at; /* the claim's: its entry's index + 1 (0: none) */
     bool prev_set;
     uint64_t prev_fp;
 } sy__store_setting;
@@ -236,6 +237,13 @@ void sy__store_settings_undo(sy_policy_store *st, int owner,
 /* Published: the owner's setter bit goes at the keys of count 0. */
 void sy__store_settings_release(sy_policy_store *st, int owner,
                                 const sy__store_setting *v, size_t n);
+/* Lock-free, a hint (the claim decides): whether an owner other than
+ * `owner` has a live route naming `key`'s entry (*other: one, *fp: the
+ * settings they give it). */
+bool sy__store_settings_of(sy_policy_store *st, int owner, uint64_t key,
+                           uint64_t *fp, int *other);
+/* Whether any owner slot but `owner` is taken. */
+bool sy__store_others(sy_policy_store *st, int owner);
 /* The process id of owner slot `owner` (0: free). */
 uint64_t sy__store_owner_pid(sy_policy_store *st, int owner);
 

@@ -211,10 +211,10 @@ static void clear_window(sy__brk *b) {
  * with an empty window. Only settings published later than the ones it
  * runs with replace them (a later snapshot generation). A router refuses
  * two live routes naming one breaker with different settings
- * (router/commit_brk.c), and so do routers sharing a store (store.h
- * sy__store_settings_claim); should settings still differ (a store
- * formatted by an older library is refused at attach), they do not reset
- * it in turn: the first asked keeps it. */
+ * (router/commit_brk.c); routers sharing a store may still publish
+ * different ones for a name (told, not refused: store.h
+ * sy__store_settings_claim): they do not reset it in turn, the first
+ * asked keeps it. */
 static uint64_t rel_now(sy_policy_store *st, sy__brk_now *now) {
     if (!now->ms)
         now->ms = now->read ? now->read(now->arg) : sy__now_realtime_ms();

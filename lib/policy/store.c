@@ -412,24 +412,19 @@ int sy__store_settings_claim(sy_policy_store *st, int owner,
                              size_t *clash, int *other) {
     if (owner < 0 || owner >= (int)SY_STORE_OWNERS || !n)
         return 0;
+    int found = 0;
     sy__store_brk_lock(st);
-    sy__brk *t = sy__store_brks(st);
     for (size_t i = 0; i < n; i++) {
-        uint32_t at = 0;
-        sy__brk *b = v[i].count ? brk_find(st, v[i].key, NULL, &at) : NULL;
-        v[i].at = b ? at + 1 : 0;
+        sy__brk *b = v[i].count ? brk_find(st, v[i].key, NULL, NULL) : NULL;
         int o = b ? other_setter(st, b, owner) : -1;
-        if (o >= 0 && atomic_load_explicit(settings_fp(st, b),
-                                           memory_order_relaxed) != v[i].fp) {
-            sy__store_brk_unlock(st);
+        if (!found && o >= 0 &&
+            atomic_load_explicit(settings_fp(st, b), memory_order_relaxed) !=
+                v[i].fp) {
             *clash = i;
             *other = o;
-            return SY_EARG;
+            found = 1;
         }
-    }
-    for (size_t i = 0; !dry && i < n; i++) {
-        sy__brk *b = v[i].at ? &t[v[i].at - 1] : NULL; /* under the lock */
-        if (!b)
+        if (!b || dry)
             continue;
         v[i].prev_set = is_setter(st, b, owner);
         v[i].prev_fp =
@@ -439,7 +434,7 @@ int sy__store_settings_claim(sy_policy_store *st, int owner,
                               memory_order_relaxed);
     }
     sy__store_brk_unlock(st);
-    return 0;
+    return found;
 }
 
 void sy__store_settings_undo(sy_policy_store *st, int owner,
@@ -471,26 +466,6 @@ void sy__store_settings_release(sy_policy_store *st, int owner,
             set_setter(st, b, owner, false);
     }
     sy__store_brk_unlock(st);
-}
-
-bool sy__store_settings_of(sy_policy_store *st, int owner, uint64_t key,
-                           uint64_t *fp, int *other) {
-    if (owner < 0 || owner >= (int)SY_STORE_OWNERS)
-        return false;
-    sy__brk *b = brk_find(st, key, NULL, NULL);
-    *other = b ? other_setter(st, b, owner) : -1;
-    if (*other < 0)
-        return false;
-    *fp = atomic_load_explicit(settings_fp(st, b), memory_order_relaxed);
-    return true;
-}
-
-bool sy__store_others(sy_policy_store *st, int owner) {
-    _Atomic uint64_t *own = sy__store_owners(st);
-    for (int o = 0; o < (int)SY_STORE_OWNERS; o++)
-        if (o != owner && atomic_load_explicit(&own[o], memory_order_relaxed))
-            return true;
-    return false;
 }
 
 uint64_t sy__store_owner_pid(sy_policy_store *st, int owner) {

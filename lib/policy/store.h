@@ -37,7 +37,7 @@
  * and a setter bit per owner with such a route, set at the commit that
  * publishes its first and cleared at the one that publishes its last
  * gone (sy__store_settings_*); a commit of other settings while another
- * owner's bit is set is refused.
+ * owner's bit is set is told so (the router logs it), not refused.
  */
 #ifndef SY_POLICY_STORE_H
 #define SY_POLICY_STORE_H
@@ -217,16 +217,18 @@ void sy__store_breaker_drop(sy_policy_store *st, uint64_t key, int owner);
 typedef struct sy__store_setting {
     uint64_t key, fp;
     uint32_t count;
-    uint32_t at; /* the claim's: its entry's index + 1 (0: none) */
     bool prev_set;
     uint64_t prev_fp;
 } sy__store_setting;
 /* Owner `owner`'s commit gives the keys of v[0, n) with count > 0 these
- * settings: SY_EARG, *clash its index in v and *other an owner of other
- * settings, when another owner's live routes give one of them other
- * settings (nothing claimed); else, unless dry, the owner's setter bit
- * is set at each and the entry's settings are its (keys without an entry
- * are passed: a check claims none). Writer side (takes the lock). */
+ * settings: unless dry, the owner's setter bit is set at each and the
+ * entry's settings become its (the last router to change them sets
+ * them; keys without an entry are passed: a check claims none). 1 when
+ * another owner's live routes give one of them other settings (*clash:
+ * the first one's index in v, *other: that owner), else 0. Not refused:
+ * workers applying one change one after the other (nginx's), or a
+ * reload's new workers beside the old ones draining, differ for a while
+ * by design. Writer side (takes the lock). */
 int sy__store_settings_claim(sy_policy_store *st, int owner,
                              sy__store_setting *v, size_t n, bool dry,
                              size_t *clash, int *other);
@@ -237,13 +239,6 @@ void sy__store_settings_undo(sy_policy_store *st, int owner,
 /* Published: the owner's setter bit goes at the keys of count 0. */
 void sy__store_settings_release(sy_policy_store *st, int owner,
                                 const sy__store_setting *v, size_t n);
-/* Lock-free, a hint (the claim decides): whether an owner other than
- * `owner` has a live route naming `key`'s entry (*other: one, *fp: the
- * settings they give it). */
-bool sy__store_settings_of(sy_policy_store *st, int owner, uint64_t key,
-                           uint64_t *fp, int *other);
-/* Whether any owner slot but `owner` is taken. */
-bool sy__store_others(sy_policy_store *st, int owner);
 /* The process id of owner slot `owner` (0: free). */
 uint64_t sy__store_owner_pid(sy_policy_store *st, int owner);
 

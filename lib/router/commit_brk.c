@@ -47,6 +47,7 @@ typedef struct sy__brk_store {
     sy__store_setting *v;
     uint32_t *at;
     size_t n;
+    sy_error warn; /* another router's other settings (code 0: none) */
 } sy__brk_store;
 
 /* ---- the router's map: breaker key -> settings, routes naming it ---- */
@@ -334,8 +335,8 @@ int sy__commit_brk_check(commit *c, sy_error *err) {
              * or a key the router's routes no longer name */
             if (fi->count ? !(e->live && fi->fp == e->base) : e->live) {
                 sy__brk_store *bs = c->brk_store;
-                bs->v[bs->n] = (sy__store_setting){fi->key, fi->fp, fi->count,
-                                                   0,       false,  0};
+                bs->v[bs->n] =
+                    (sy__store_setting){fi->key, fi->fp, fi->count, false, 0};
                 bs->at[bs->n++] =
                     fi->count ? (base ? e->base_add : e->other_at) : 0;
             }
@@ -359,17 +360,20 @@ int sy__commit_brk_check(commit *c, sy_error *err) {
  * only looks), refused when another router's live routes give one other
  * settings. */
 static int store_claim(commit *c, sy_error *err) {
+    (void)err;
     sy__brk_store *bs = c->brk_store;
     size_t at = 0;
     int other = -1;
+    bs->warn.code = 0;
     if (!bs->n || !sy__store_settings_claim(c->r->policy, c->r->brk_owner,
                                             bs->v, bs->n, c->dry, &at, &other))
         return SY_OK;
-    bs->n = 0; /* nothing claimed */
+    /* told after the publish (sy__commit_brk_follow), not refused */
     const sy__brk_delta *later = &c->brk_d[bs->at[at] - 1];
     char path[96];
     later_path(c, later, path, sizeof path);
-    return store_clash(c->r, err, path, later->cfg, later->rt, other);
+    store_clash(c->r, &bs->warn, path, later->cfg, later->rt, other);
+    return SY_OK;
 }
 
 void sy__commit_brk_undo(commit *c) {
@@ -378,6 +382,22 @@ void sy__commit_brk_undo(commit *c) {
         sy__store_settings_undo(c->r->policy, c->r->brk_owner, bs->v, bs->n);
     if (bs)
         bs->n = 0;
+}
+
+/* The error of a route whose breaker another router sharing the store
+ * gives other settings. */
+static int store_clash(sy_router *r, sy_error *err, const char *path,
+                       const sy__brk_cfg *cfg, const struct sy_route *rt,
+                       int other) {
+    return sy__error_set(
+        err, SY_EARG, path,
+        "CircuitBreaker '%.80s': another router sharing the policy store "
+        "(owner %d, process %llu) gives it other settings than route "
+        "'%.80s' does: routes naming one breaker share its window and "
+        "state, each call weighed by its own route's settings, until every "
+        "router's routes give it the same",
+        cfg->name ? cfg->name : rt->id, other,
+        (unsigned long long)sy__store_owner_pid(r->policy, other), rt->id);
 }
 
 /* ---- lenient documents: a route of other settings is left out ---- */
@@ -407,24 +427,7 @@ typedef struct lroute {
     const sy__brk_cfg *cfg;
     int ri;
     const struct sy_route *live; /* it stays: the live route; else NULL */
-    bool in_map;                 /* the router's live routes name key */
-    int other; /* a router sharing the store of other settings, or -1 */
 } lroute;
-
-/* The error of a route whose breaker another router sharing the store
- * gives other settings. */
-static int store_clash(sy_router *r, sy_error *err, const char *path,
-                       const sy__brk_cfg *cfg, const struct sy_route *rt,
-                       int other) {
-    return sy__error_set(
-        err, SY_EARG, path,
-        "CircuitBreaker '%.80s': another router sharing the policy store "
-        "(owner %d, process %llu) gives it other settings than route "
-        "'%.80s' does: routes naming one breaker share its window and "
-        "state, so every router's routes must give it the same settings",
-        cfg->name ? cfg->name : rt->id, other,
-        (unsigned long long)sy__store_owner_pid(r->policy, other), rt->id);
-}
 
 int sy__commit_brk_lenient(commit *c, uint32_t si, const sy_document *doc,
                            sy__brk_skip **out, size_t *nout, sy_error *err) {
@@ -432,11 +435,9 @@ int sy__commit_brk_lenient(commit *c, uint32_t si, const sy_document *doc,
     const sy__alloc *a = &r->alloc;
     *out = NULL;
     *nout = 0;
-    /* other routers on the store may give a breaker settings */
-    bool shared = sy__store_others(r->policy, r->brk_owner);
-    if (!r->set_n && !shared) /* no live route names a breaker */
+    if (!r->set_n) /* no live route names a breaker */
         return SY_OK;
-    size_t n = doc->route_count, m = 0, nk = 0, nstore = 0;
+    size_t n = doc->route_count, m = 0, nk = 0;
     lroute *v = sy__malloc(a, (n + 1) * sizeof *v);
     if (!v)
         return sy__commit_nomem(err);
@@ -445,29 +446,19 @@ int sy__commit_brk_lenient(commit *c, uint32_t si, const sy_document *doc,
         const struct sy_route *rt = doc->routes[i];
         const sy__brk_cfg *cfg;
         int ri;
-        uint64_t key = sy__router_breaker_of(r, rt, &cfg, &ri), fp0 = 0, sfp;
+        uint64_t key = sy__router_breaker_of(r, rt, &cfg, &ri), fp0;
         uint32_t n0;
-        int other = -1;
-        if (!key)
-            continue;
-        bool in_map = set_find(r, key, &fp0, &n0);
-        if (shared &&
-            sy__store_settings_of(r->policy, r->brk_owner, key, &sfp, &other) &&
-            sfp == cfg->fp)
-            other = -1;
-        if (!in_map && other < 0)
+        if (!key || !set_find(r, key, &fp0, &n0))
             continue;
         uint32_t slot = sy__snapshot_find_slot(w, rt->id);
         const sy__slot *sl = slot != SY_NONE ? sy__snapshot_slot(w, slot) : 0;
         bool stays = sl && sl->source == si &&
                      (sl->route == rt ||
                       sy__def_route_fp(sl->route) == sy__def_route_fp(rt));
-        v[m++] =
-            (lroute){i, key, cfg, ri, stays ? sl->route : NULL, in_map, other};
-        nk += in_map && cfg->fp != fp0;
-        nstore += other >= 0;
+        v[m++] = (lroute){i, key, cfg, ri, stays ? sl->route : NULL};
+        nk += cfg->fp != fp0;
     }
-    if (!nk && !nstore) { /* each gives its breaker the live settings */
+    if (!nk) { /* every one gives its breaker the live settings */
         sy__free(a, v);
         return SY_OK;
     }
@@ -482,8 +473,8 @@ int sy__commit_brk_lenient(commit *c, uint32_t si, const sy_document *doc,
     for (size_t k = 0; k < m; k++) {
         uint64_t fp0;
         uint32_t n0;
-        if (!v[k].in_map ||
-            (set_find(r, v[k].key, &fp0, &n0), v[k].cfg->fp == fp0))
+        set_find(r, v[k].key, &fp0, &n0);
+        if (v[k].cfg->fp == fp0)
             continue;
         size_t h = (size_t)(v[k].key * 0x9e3779b97f4a7c15ull) & (cap - 1);
         while (t[h].key && t[h].key != v[k].key)
@@ -492,7 +483,7 @@ int sy__commit_brk_lenient(commit *c, uint32_t si, const sy_document *doc,
     }
     /* the live routes that stay: another source's (every one, once), or
      * one the document keeps as it is */
-    for (uint32_t i = 0; nk && i < w->slot_count; i++) {
+    for (uint32_t i = 0; i < w->slot_count; i++) {
         const sy__slot *sl = sy__snapshot_slot(w, i);
         const sy__brk_cfg *cfg;
         lkey *e;
@@ -512,9 +503,8 @@ int sy__commit_brk_lenient(commit *c, uint32_t si, const sy_document *doc,
     size_t ns = 0, scap = 0;
     sy__brk_skip *sk = NULL;
     for (size_t k = 0; k < m && rc == SY_OK; k++) {
-        lkey *e = v[k].in_map ? lkey_at(t, cap, v[k].key) : NULL;
-        bool map = e && e->base && e->base->fp != v[k].cfg->fp;
-        if (!map && v[k].other < 0)
+        lkey *e = lkey_at(t, cap, v[k].key);
+        if (!e || !e->base || e->base->fp == v[k].cfg->fp)
             continue;
         if (ns == scap) {
             sy__brk_skip *g = sy__grow(a, sk, &scap, ns + 1, 4, sizeof *sk);
@@ -531,15 +521,10 @@ int sy__commit_brk_lenient(commit *c, uint32_t si, const sy_document *doc,
         if (v[k].ri >= 0 && p > 0 && (size_t)p < sizeof path)
             snprintf(path + p, sizeof path - (size_t)p, ".filters[%d]",
                      v[k].ri);
+        sy__brk_first_diff(v[k].cfg, e->base, how, sizeof how);
         sk[ns].i = v[k].i;
-        if (map) {
-            sy__brk_first_diff(v[k].cfg, e->base, how, sizeof how);
-            sy__error_set(&sk[ns].e, SY_EARG, path, SY__BRK_CLASH,
-                          v[k].cfg->name ? v[k].cfg->name : rt->id, how,
-                          e->rt->id);
-        } else {
-            store_clash(r, &sk[ns].e, path, v[k].cfg, rt, v[k].other);
-        }
+        sy__error_set(&sk[ns].e, SY_EARG, path, SY__BRK_CLASH,
+                      v[k].cfg->name ? v[k].cfg->name : rt->id, how, e->rt->id);
         ns++;
     }
     sy__free(a, t);
@@ -560,6 +545,9 @@ void sy__commit_brk_follow(commit *c) {
     c->brk_final_n = 0;
     /* the keys its routes no longer name: its setter bits go */
     sy__brk_store *bs = c->brk_store;
+    if (bs && bs->warn.code)
+        sy__router_log(c->r, SY_LOG_WARN, "%s: %s", bs->warn.path,
+                       bs->warn.message);
     if (bs && bs->n)
         sy__store_settings_release(c->r->policy, c->r->brk_owner, bs->v, bs->n);
     if (bs)

@@ -450,12 +450,9 @@ int sy__commit_brk_lenient(commit *c, uint32_t si, const sy_document *doc,
         uint32_t n0;
         if (!key || !set_find(r, key, &fp0, &n0))
             continue;
-        uint32_t slot = sy__snapshot_find_slot(w, rt->id);
-        const sy__slot *sl = slot != SY_NONE ? sy__snapshot_slot(w, slot) : 0;
-        bool stays = sl && sl->source == si &&
-                     (sl->route == rt ||
-                      sy__def_route_fp(sl->route) == sy__def_route_fp(rt));
-        v[m++] = (lroute){i, key, cfg, ri, stays ? sl->route : NULL};
+        /* whether it stays as it is: looked up below, for the keys of
+         * other settings only (a re-apply looks up none) */
+        v[m++] = (lroute){i, key, cfg, ri, NULL};
         nk += cfg->fp != fp0;
     }
     if (!nk) { /* every one gives its breaker the live settings */
@@ -494,9 +491,16 @@ int sy__commit_brk_lenient(commit *c, uint32_t si, const sy_document *doc,
             e->base = cfg, e->rt = sl->route;
     }
     for (size_t k = 0; k < m; k++) {
-        lkey *e = v[k].live ? lkey_at(t, cap, v[k].key) : NULL;
-        if (e && !e->base)
-            e->base = v[k].cfg, e->rt = v[k].live;
+        lkey *e = lkey_at(t, cap, v[k].key);
+        if (!e || e->base)
+            continue;
+        const struct sy_route *rt = doc->routes[v[k].i];
+        uint32_t slot = sy__snapshot_find_slot(w, rt->id);
+        const sy__slot *sl = slot != SY_NONE ? sy__snapshot_slot(w, slot) : 0;
+        if (sl && sl->source == si &&
+            (sl->route == rt ||
+             sy__def_route_fp(sl->route) == sy__def_route_fp(rt)))
+            e->base = v[k].cfg, e->rt = v[k].live = sl->route;
     }
     /* the document's routes of other settings than those, in its order */
     int rc = SY_OK;

@@ -17,6 +17,7 @@
 #include "def/def.h"
 #include "policy/breaker.h"
 #include "router/commit_int.h"
+#include "router/commit_reuse.h"
 #include "router/router_int.h"
 
 #include <stdio.h>
@@ -429,8 +430,18 @@ typedef struct lroute {
     const struct sy_route *live; /* it stays: the live route; else NULL */
 } lroute;
 
+/* Route i of the document is the live route of its position (shared by
+ * its bytes): unchanged, its settings the live ones (as the walk decides
+ * it, reading no route). */
+static bool by_position(const sy_document *doc, const reuse_ctx *rctx,
+                        size_t i) {
+    uint32_t prev = doc->prev ? doc->prev[i] : UINT32_MAX;
+    return prev < rctx->at_count && rctx->at[prev].route == doc->routes[i];
+}
+
 int sy__commit_brk_lenient(commit *c, uint32_t si, const sy_document *doc,
-                           sy__brk_skip **out, size_t *nout, sy_error *err) {
+                           const reuse_ctx *rctx, sy__brk_skip **out,
+                           size_t *nout, sy_error *err) {
     sy_router *r = c->r;
     const sy__alloc *a = &r->alloc;
     *out = NULL;
@@ -442,19 +453,25 @@ int sy__commit_brk_lenient(commit *c, uint32_t si, const sy_document *doc,
     if (!v)
         return sy__commit_nomem(err);
     const sy_snapshot *w = c->work;
-    for (size_t i = 0; i < n; i++) {
-        const struct sy_route *rt = doc->routes[i];
-        const sy__brk_cfg *cfg;
-        int ri;
-        uint64_t key = sy__router_breaker_of(r, rt, &cfg, &ri), fp0;
-        uint32_t n0;
-        if (!key || !set_find(r, key, &fp0, &n0))
-            continue;
-        /* whether it stays as it is: looked up below, for the keys of
-         * other settings only (a re-apply looks up none) */
-        v[m++] = (lroute){i, key, cfg, ri, NULL};
-        nk += cfg->fp != fp0;
-    }
+    /* the routes the walk will change (a re-apply reads none), then, if
+     * one gives a breaker other settings, those kept as they are (which
+     * may be the ones that stay) */
+    for (int pass = 0; pass < 2 && (pass == 0 || nk); pass++)
+        for (size_t i = 0; i < n; i++) {
+            if (by_position(doc, rctx, i) != (pass == 1))
+                continue;
+            const struct sy_route *rt = doc->routes[i];
+            const sy__brk_cfg *cfg;
+            int ri;
+            uint64_t key = sy__router_breaker_of(r, rt, &cfg, &ri), fp0;
+            uint32_t n0;
+            if (!key || !set_find(r, key, &fp0, &n0))
+                continue;
+            /* whether it stays as it is: looked up below, for the keys of
+             * other settings only */
+            v[m++] = (lroute){i, key, cfg, ri, NULL};
+            nk += cfg->fp != fp0;
+        }
     if (!nk) { /* every one gives its breaker the live settings */
         sy__free(a, v);
         return SY_OK;
@@ -537,6 +554,14 @@ int sy__commit_brk_lenient(commit *c, uint32_t si, const sy_document *doc,
         sy__free(a, sk);
         return rc;
     }
+    /* in document order, for the walk (the kept routes came second; none
+     * of them is left out, being the live settings: a few, sorted) */
+    for (size_t k = 1; k < ns; k++)
+        for (size_t j = k; j > 0 && sk[j - 1].i > sk[j].i; j--) {
+            sy__brk_skip x = sk[j];
+            sk[j] = sk[j - 1];
+            sk[j - 1] = x;
+        }
     *out = sk;
     *nout = ns;
     return SY_OK;

@@ -110,11 +110,14 @@ typedef struct sy__brk_skip {
 struct sy_document;
 /* The routes a lenient apply of `doc` to source si leaves out for their
  * breaker settings, in document order (*out NULL, *nout 0: none; the
- * caller frees *out). Weighed against the published routes' settings
+ * caller frees *out; rctx: the walk's, to pass the routes it shares by
+ * position unread). Weighed against the published routes' settings
  * map and the working snapshot; the publish's check still weighs the
  * whole commit. SY_ENOMEM. */
+struct reuse_ctx;
 int sy__commit_brk_lenient(commit *c, uint32_t si,
-                           const struct sy_document *doc, sy__brk_skip **out,
+                           const struct sy_document *doc,
+                           const struct reuse_ctx *rctx, sy__brk_skip **out,
                            size_t *nout, sy_error *err);
 /* Published: the router's map of breaker settings follows, and its
  * setter bits in the store. */

@@ -377,7 +377,7 @@ static int document_changes(commit *c, uint32_t si, const sy_document *doc,
     if (!dw.keep || !dw.ch || !dw.shared)
         rc = sy__commit_nomem(err);
     if (rc == SY_OK && r->opts.lenient && !dw.policy_free)
-        rc = sy__commit_brk_lenient(c, si, doc, &dw.skip, &dw.nskip, err);
+        rc = sy__commit_brk_lenient(c, si, doc, rctx, &dw.skip, &dw.nskip, err);
     for (size_t i = 0; rc == SY_OK && i < n; i++) {
         prefetch_doc_route(&dw, i);
         rc = route_change(&dw, i, err);

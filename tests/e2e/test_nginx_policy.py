@@ -197,6 +197,40 @@ def test_breaker_fallback_on_failure_and_when_open(env):
           "status: %r" % p)
 
 
+def test_breaker_settings_changed_across_workers(env):
+    """A breaker's settings changed by the admin location: the route is
+    applied by each worker in turn (each its own router on the zone's
+    store), so for a moment the workers give the breaker two settings; the
+    change is taken (told in the log, not refused: refusing made it
+    impossible, every worker's commit found another's old settings), and
+    then both run the new ones: a window of 2 opens on 2 failed calls,
+    where the old window of 50 would not."""
+    dead = free_port()
+    put_route(env, {"id": "fbchg", "uri": "http://127.0.0.1:%d" % env.pa,
+                    "predicates": ["Path=/fbchg/**"]})
+
+    def doc(window):
+        return {"id": "chg", "uri": "http://127.0.0.1:%d" % dead,
+                "predicates": ["Path=/chg/**"],
+                "filters": [{"name": "CircuitBreaker", "args": {
+                    "name": "chg", "fallbackUri": "forward:/fbchg/x",
+                    "slidingWindowSize": window,
+                    "minimumNumberOfCalls": window,
+                    "waitDurationInOpenState": "30s"}}]}
+    put_route(env, doc(50))
+    env.converged()
+    put_route(env, doc(2))
+    env.converged()
+    opened = env.status()["policy"]["breaker_opened"]
+    for i in range(4):
+        r = env.get("/chg/x")
+        check(r.status == 200 and r.json()["path"] == "/fbchg/x",
+              "call %d: %d %r" % (i, r.status, r.body[:200]))
+    p = env.status()["policy"]
+    check(p["breaker_opened"] > opened, "status: %r (was %d opened)"
+          % (p, opened))
+
+
 def breaker_route(env, rid, name, port):
     """Route /RID/** to `port` with CircuitBreaker `name` (opens after 2
     failed calls of 2) falling back to /kfb/RID."""
@@ -544,6 +578,7 @@ TESTS = [
     test_retry_makes_every_retry_asked_of_a_url,
     test_breaker_status_code_to_fallback_keeps_method,
     test_breaker_fallback_on_failure_and_when_open,
+    test_breaker_settings_changed_across_workers,
     test_worker_killed_amid_traffic_and_changes,
     test_forward_route_dispatched_again,
     test_zone_store_of_another_format_replaced_on_reload,

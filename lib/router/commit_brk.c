@@ -13,6 +13,13 @@
  * set_*). A commit weighs only the routes it adds or removes (grouped by
  * key in a table of its own) against that map, never every route; only
  * its error reads the snapshot's routes, to name the other one.
+ *
+ * Routers sharing a policy store cannot be made to agree so (workers
+ * apply one change one after the other): the store keeps each breaker's
+ * settings and which routers' live routes name it, claimed here, and a
+ * commit of other settings than another router's is logged (WARN). A
+ * lenient document leaves out a route whose settings clash with live
+ * routes that stay, as an issue (sy__commit_brk_lenient).
  */
 #include "def/def.h"
 #include "policy/breaker.h"
@@ -356,10 +363,11 @@ int sy__commit_brk_check(commit *c, sy_error *err) {
     return rc;
 }
 
-/* Routers sharing the store give each breaker one set of settings: the
- * keys whose settings this commit changes are claimed there (a check
- * only looks), refused when another router's live routes give one other
- * settings. */
+/* Routers sharing the store are told of each other's settings: the keys
+ * whose settings this commit first gives or changes are claimed there (a
+ * check only looks); another router's live routes of other settings are
+ * logged after the publish, not refused (store.h
+ * sy__store_settings_claim says why). */
 static int store_claim(commit *c, sy_error *err) {
     (void)err;
     sy__brk_store *bs = c->brk_store;

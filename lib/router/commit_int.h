@@ -94,10 +94,10 @@ int sy__commit_brk_add(commit *c, const struct sy_route *rt, bool added);
 /* SY_EARG when the snapshot to publish (c->work) would hold two routes
  * naming one breaker with different settings, at the later route's
  * CircuitBreaker, naming the other route and the first setting that
- * differs, or when another router sharing the policy store gives it
- * other settings (naming that router); else what the router's map of
- * breaker settings becomes is kept for sy__commit_brk_follow, and the
- * settings it changes are claimed in the store (a check: looked at). */
+ * differs; else what the router's map of breaker settings becomes is
+ * kept for sy__commit_brk_follow, and the settings it first gives or
+ * changes are claimed in the policy store (a check: looked at; another
+ * router's other settings are logged at the follow, not refused). */
 int sy__commit_brk_check(commit *c, sy_error *err);
 /* Lenient: a route of document `doc` (source si's) left out because it
  * gives its breaker other settings than live routes that stay (another
@@ -119,8 +119,8 @@ int sy__commit_brk_lenient(commit *c, uint32_t si,
                            const struct sy_document *doc,
                            const struct reuse_ctx *rctx, sy__brk_skip **out,
                            size_t *nout, sy_error *err);
-/* Published: the router's map of breaker settings follows, and its
- * setter bits in the store. */
+/* Published: the router's map of breaker settings follows, its setter
+ * bits in the store, and another router's other settings are logged. */
 void sy__commit_brk_follow(commit *c);
 /* Not published after a check that passed: the settings it claimed in
  * the store are given back. */

@@ -90,6 +90,36 @@ def wait_port(port, deadline_s=10.0, proc=None):
     raise RuntimeError("port %d never opened" % port)
 
 
+class RawUpstream:
+    """A hand-written upstream on a free loopback port: each connection is
+    served on a thread of its own by the subclass's serve(sock), so a test
+    can send bytes no real backend would (subclasses: test_gateway_hop,
+    test_gateway_resphead)."""
+
+    def __init__(self, backlog=64, nodelay=False):
+        self.nodelay = nodelay
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(backlog)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            try:
+                s, _ = self.sock.accept()
+            except OSError:
+                return
+            if self.nodelay:
+                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            threading.Thread(target=self.serve, args=(s,),
+                             daemon=True).start()
+
+    def serve(self, s):
+        raise NotImplementedError
+
+
 class Procs:
     """Every process started by a test; all stopped by stop_all()."""
 

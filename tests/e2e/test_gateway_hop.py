@@ -15,32 +15,14 @@ headers the path asks for, so each check sees both directions:
     the chunked message ends cleanly."""
 import json
 import socket
-import threading
 
 import gwharness as h
 
 
-class Upstream:
+class Upstream(h.RawUpstream):
     """Echoes each request head it read as the body; the path picks extra
     response headers (/conn: Connection naming X-Secret; /chunked: a
     chunked body with trailer fields)."""
-
-    def __init__(self):
-        self.sock = socket.socket()
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.port = self.sock.getsockname()[1]
-        threading.Thread(target=self.accept, daemon=True).start()
-
-    def accept(self):
-        while True:
-            try:
-                s, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self.serve, args=(s,),
-                             daemon=True).start()
 
     def serve(self, s):
         buf = b""

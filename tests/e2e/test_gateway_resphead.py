@@ -33,29 +33,14 @@ def answer(path, lines, cl=b"Content-Length"):
     return head, body
 
 
-class Upstream:
+class Upstream(h.RawUpstream):
     """Answers each request in the order it came; how its bytes are cut
     into writes follows the path (see plan)."""
 
     def __init__(self):
         self.hits = {}
         self.lock = threading.Lock()
-        self.sock = socket.socket()
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(128)
-        self.port = self.sock.getsockname()[1]
-        threading.Thread(target=self.accept, daemon=True).start()
-
-    def accept(self):
-        while True:
-            try:
-                s, _ = self.sock.accept()
-            except OSError:
-                return
-            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            threading.Thread(target=self.serve, args=(s,),
-                             daemon=True).start()
+        super().__init__(backlog=128, nodelay=True)
 
     @staticmethod
     def plan(path):

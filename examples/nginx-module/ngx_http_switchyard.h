@@ -169,7 +169,22 @@ struct sw_shm_doc_s {
     u_char *source;
     size_t len;
     u_char *data;
+    /* where a worker that did not see the changes live replays it (a
+     * respawn, a reload's or an upgrade's new workers, a worker behind by
+     * several): documents are replayed by order, not seq. A route change
+     * that updated its route in place inherits the order (and flags) of
+     * the change of that route it replaces, so the route keeps the rank
+     * position it had when it was inserted; every other document: its
+     * seq (set by sw_zone_link_locked when 0). */
+    uint64_t order;
+    ngx_uint_t flags; /* SW_DOC_INSERTED */
 };
+
+/* The route change inserted its route (it was not in its source when the
+ * change was taken: new, or removed before): a worker that holds a route
+ * of that id from before (its file's, or one removed since) removes it
+ * first, so that the route is added at the end as it was live. */
+#define SW_DOC_INSERTED 1u
 
 /* What each worker publishes after applying the zone's documents. */
 typedef struct {
@@ -218,9 +233,11 @@ typedef struct {
 typedef struct {
     ngx_uint_t kind;
     uint64_t seq;
-    char *name;   /* NUL-terminated, malloc */
-    char *source; /* NUL-terminated, malloc ("" unless a route change) */
-    char *data;   /* malloc */
+    uint64_t order;   /* sw_shm_doc_t.order */
+    ngx_uint_t flags; /* sw_shm_doc_t.flags */
+    char *name;       /* NUL-terminated, malloc */
+    char *source;     /* NUL-terminated, malloc ("" unless a route change) */
+    char *data;       /* malloc */
     size_t len;
 } sw_doc_copy_t;
 
@@ -261,8 +278,8 @@ ngx_int_t sw_state_write_locked(sw_zone_ctx_t *z, sw_main_conf_t *mcf,
 void sw_zone_lock(sw_zone_ctx_t *z);
 void sw_zone_unlock(sw_zone_ctx_t *z);
 /* Copies of the documents stored after generation `after` (all: 0),
- * sorted by seq; *gen gets the generation they bring the reader to.
- * NGX_DECLINED when the zone belongs to a newer configuration epoch.
+ * sorted by order (the replay's order); *gen gets the generation they bring the
+ * reader to. NGX_DECLINED when the zone belongs to a newer configuration epoch.
  * `locked`: the caller holds the zone's mutex. */
 ngx_int_t sw_zone_copy(sw_zone_ctx_t *z, bool locked, ngx_uint_t epoch,
                        uint64_t after, sw_doc_copy_t **out, size_t *count,

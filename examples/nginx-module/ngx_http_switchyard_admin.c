@@ -545,6 +545,40 @@ typedef struct {
 
 typedef enum { SW_TAKEN, SW_TAKE_RELOADED, SW_TAKE_NO_ROOM } sw_take_t;
 
+/* Does this worker's router hold route `id` in `source`? */
+static bool sw_route_in_source(const char *id, ngx_str_t *source) {
+    const char *src = NULL;
+    sy_snapshot *snap = sy_router_acquire(sw_worker.router);
+    bool in = sy_snapshot_find_route(snap, id, &src) != NULL && src &&
+              ngx_strlen(src) == source->len &&
+              ngx_strncmp(src, source->data, source->len) == 0;
+    sy_snapshot_release(snap);
+    return in;
+}
+
+/* Where a worker that replays the zone puts the route of an accepted
+ * upsert `d` (sw_shm_doc_t.order): one that updated its route in place
+ * keeps the order and flags of the stored change of that route it
+ * replaces (the change that inserted it, or its file's position when
+ * none: order 0, its own seq); one that inserted it (new, or removed
+ * before) is SW_DOC_INSERTED at its own seq, the end of its source. */
+static void sw_route_order_locked(sw_zone_ctx_t *z, sw_shm_doc_t *d,
+                                  bool in_place) {
+    if (!in_place) {
+        d->flags = SW_DOC_INSERTED;
+        return;
+    }
+    for (sw_shm_doc_t *o = z->sh->docs; o; o = o->next)
+        if (SW_IS_ROUTE_OP(o->kind) && o->name_len == d->name_len &&
+            ngx_memcmp(o->name, d->name, d->name_len) == 0 &&
+            o->source_len == d->source_len &&
+            ngx_memcmp(o->source, d->source, d->source_len) == 0) {
+            d->order = o->order;
+            d->flags = o->flags;
+            return;
+        }
+}
+
 /* Under the zone's mutex, caught up with the zone: the body into room
  * in the zone (when nginx's reader read it), the commit to this worker's
  * router, and the link as the zone's newest document (written to the
@@ -556,6 +590,7 @@ static sw_shm_doc_t *sw_change_commit_locked(ngx_http_request_t *r,
     sw_shm_doc_t *doc = a->doc ? a->doc
                                : sw_zone_prepare_locked(z, a->kind, &a->name,
                                                         &a->source, c->len);
+    bool in_place = false;
 
     if (doc == NULL)
         return NULL;
@@ -572,6 +607,8 @@ static sw_shm_doc_t *sw_change_commit_locked(ngx_http_request_t *r,
     c->c_store = sw_cpu_us() - c->c0;
     if (c->rc == 0)
         c->rc = sw_check_body(a, doc->data, c->len, &c->err);
+    if (c->rc == 0 && a->kind == SW_DOC_ROUTE)
+        in_place = sw_route_in_source(c->name, &a->source);
     if (c->rc == 0) {
         c->rc = sw_worker_apply(a->kind, c->name, c->source, (char *)doc->data,
                                 c->len, &c->err);
@@ -586,6 +623,8 @@ static sw_shm_doc_t *sw_change_commit_locked(ngx_http_request_t *r,
     doc->base = sw_doc_base(sw_worker.mcf, a->kind, &a->source);
     doc->origin = SW_ORIGIN_ADMIN;
     doc->changed_us = (uint64_t)sw_now_real_us();
+    if (a->kind == SW_DOC_ROUTE)
+        sw_route_order_locked(z, doc, in_place);
     c->seq = sw_zone_link_locked(z, doc);
     if (current)
         sw_worker.generation = c->seq;

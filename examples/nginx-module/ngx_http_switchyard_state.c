@@ -13,6 +13,7 @@
  * byte counts, then the raw bytes:
  *   switchyard-state 1 <generation>
  *   doc <kind> <base hex> <name bytes> <source bytes> <data bytes> <us>
+ *       <flags> (SW_DOC_INSERTED; absent in files written before it)
  *   <name><source><data>
  *   end
  */
@@ -120,17 +121,26 @@ ngx_int_t sw_state_write_locked(sw_zone_ctx_t *z, sw_main_conf_t *mcf,
     }
     e = ngx_sprintf(line, "switchyard-state 1 %uL\n", z->sh->generation);
     rc = sw_write_all(fd, line, e - line);
-    /* oldest first (the list is newest first): a reader links them in
-     * this order */
+    /* in replay order (sw_shm_doc_t.order, then seq): a reader links
+     * them in this order, so its seq is their replay order */
     for (d = z->sh->docs; d; d = d->next)
         n++;
-    for (ngx_uint_t k = n; rc == NGX_OK && k > 0; k--) {
-        d = z->sh->docs;
-        for (ngx_uint_t j = 1; j < k; j++)
-            d = d->next;
-        e = ngx_sprintf(line, "doc %ui %016uxL %uz %uz %uz %uL\n", d->kind,
+    uint64_t lo = 0, lseq = 0;
+    for (ngx_uint_t k = 0; rc == NGX_OK && k < n; k++) {
+        sw_shm_doc_t *o;
+        d = NULL;
+        for (o = z->sh->docs; o; o = o->next)
+            if ((k == 0 || o->order > lo ||
+                 (o->order == lo && o->seq > lseq)) &&
+                (d == NULL || o->order < d->order ||
+                 (o->order == d->order && o->seq < d->seq)))
+                d = o;
+        lo = d->order, lseq = d->seq;
+        /* the flags field: a reader of state files before it reads the
+         * first six and links the route changes in file order */
+        e = ngx_sprintf(line, "doc %ui %016uxL %uz %uz %uz %uL %ui\n", d->kind,
                         d->base, d->name_len, d->source_len, d->len,
-                        d->changed_us);
+                        d->changed_us, d->flags);
         if (sw_write_all(fd, line, e - line) != NGX_OK ||
             sw_write_all(fd, d->name, d->name_len) != NGX_OK ||
             sw_write_all(fd, d->source, d->source_len) != NGX_OK ||
@@ -259,10 +269,19 @@ static ngx_int_t sw_state_apply_locked(sw_zone_ctx_t *z, sw_main_conf_t *mcf,
         unsigned kind;
         unsigned long long base, changed;
         size_t nl, sl, dl;
+        int at = 0;
+        ngx_int_t iflags = 0;
         u_char *eol = (u_char *)ngx_strchr(p, '\n');
         if (eol == NULL ||
-            sscanf((char *)p, "doc %u %llx %zu %zu %zu %llu", &kind, &base, &nl,
-                   &sl, &dl, &changed) != 6 ||
+            sscanf((char *)p, "doc %u %llx %zu %zu %zu %llu%n", &kind, &base,
+                   &nl, &sl, &dl, &changed, &at) != 6 ||
+            /* flags, on the same line: absent from the files of modules
+             * before them (route changes replayed in file order, as those
+             * did) */
+            (p + at < eol &&
+             (p[at] != ' ' ||
+              (iflags = ngx_atoi(p + at + 1, eol - p - at - 1)) ==
+                  NGX_ERROR)) ||
             kind > SW_DOC_ROUTE_REMOVE || nl == 0 || nl > 255 || sl > 255 ||
             (size_t)(end - eol - 1) < nl + sl + dl + 1)
             return -1;
@@ -281,6 +300,7 @@ static ngx_int_t sw_state_apply_locked(sw_zone_ctx_t *z, sw_main_conf_t *mcf,
             ngx_memcpy(d->data, p + nl + sl, dl);
             d->base = base;
             d->changed_us = changed;
+            d->flags = (ngx_uint_t)iflags & SW_DOC_INSERTED;
             d->origin = SW_ORIGIN_STATE;
             sw_zone_link_locked(z, d);
             count++;

@@ -187,6 +187,36 @@ static int sw_stage(sy_change_set *cs, ngx_uint_t kind, const char *name,
     }
 }
 
+/* Does this worker's router hold a route of that id in that source? (In
+ * another source it is a conflict the upsert reports, as before.) */
+static bool sw_route_held(const char *id, const char *source) {
+    const char *src = NULL;
+    sy_snapshot *snap = sy_router_acquire(sw_worker.router);
+    bool held = sy_snapshot_find_route(snap, id, &src) != NULL && src &&
+                strcmp(src, source) == 0;
+    sy_snapshot_release(snap);
+    return held;
+}
+
+/* A stored document, staged by a worker at generation `gen`: a route
+ * change that inserted its route after `gen` (SW_DOC_INSERTED; its order
+ * is the generation of the insert) while this worker still holds a route
+ * of that id from before (its file's, or one removed since) removes that
+ * one first (in the same source), so the route goes to the end of its
+ * source as it did live, not to the old one's rank position. */
+static int sw_stage_doc(sy_change_set *cs, ngx_uint_t kind, const char *name,
+                        const char *source, const char *data, size_t len,
+                        uint64_t order, ngx_uint_t flags, uint64_t gen,
+                        sy_error *err) {
+    if (kind == SW_DOC_ROUTE && (flags & SW_DOC_INSERTED) && order > gen &&
+        sw_route_held(name, source)) {
+        int rc = sy_change_set_remove_route(cs, name, err);
+        if (rc)
+            return rc;
+    }
+    return sw_stage(cs, kind, name, source, data, len, err);
+}
+
 const char *sw_kind_name(ngx_uint_t kind) {
     static const char *names[] = {"routes", "instances", "route",
                                   "route-remove"};
@@ -261,12 +291,28 @@ static bool sw_already_holds(const sw_doc_copy_t *d, int rc) {
     return rc == SY_ENOTFOUND && d->kind == SW_DOC_ROUTE_REMOVE;
 }
 
-/* Apply zone documents (sorted by seq) as one change set: one publish.
- * Should one of them fail (a conflict between documents stored by two
- * workers at once), apply the others one by one so that one bad document
- * does not hold the rest back; the first error is kept. */
-static int sw_apply_docs(const sw_doc_copy_t *docs, size_t n, sy_error *err,
-                         ngx_log_t *log) {
+/* One copied document on its own change set, staged as a worker at
+ * generation `gen` stages it, committed. */
+static int sw_apply_doc(const sw_doc_copy_t *d, uint64_t gen, sy_error *err) {
+    sy_change_set *cs;
+    int rc = sy_change_set_new(sw_worker.router, &cs, err);
+    if (rc)
+        return rc;
+    rc = sw_stage_doc(cs, d->kind, d->name, d->source, d->data, d->len,
+                      d->order, d->flags, gen, err);
+    if (rc == 0)
+        rc = sy_router_commit(sw_worker.router, cs, NULL, err);
+    sy_change_set_free(cs);
+    return rc;
+}
+
+/* Apply zone documents (sorted by order) to a worker at generation `gen`
+ * as one change set: one publish. Should one of them fail (a conflict
+ * between documents stored by two workers at once), apply the others one
+ * by one so that one bad document does not hold the rest back; the first
+ * error is kept. */
+static int sw_apply_docs(const sw_doc_copy_t *docs, size_t n, uint64_t gen,
+                         sy_error *err, ngx_log_t *log) {
     sy_change_set *cs;
     int rc, first = 0;
     sy_error e;
@@ -277,8 +323,9 @@ static int sw_apply_docs(const sw_doc_copy_t *docs, size_t n, sy_error *err,
     if (rc)
         return rc;
     for (size_t i = 0; i < n && rc == 0; i++)
-        rc = sw_stage(cs, docs[i].kind, docs[i].name, docs[i].source,
-                      docs[i].data, docs[i].len, err);
+        rc = sw_stage_doc(cs, docs[i].kind, docs[i].name, docs[i].source,
+                          docs[i].data, docs[i].len, docs[i].order,
+                          docs[i].flags, gen, err);
     if (rc == 0)
         rc = sy_router_commit(sw_worker.router, cs, NULL, err);
     sy_change_set_free(cs);
@@ -290,8 +337,7 @@ static int sw_apply_docs(const sw_doc_copy_t *docs, size_t n, sy_error *err,
         return rc;
     }
     for (size_t i = 0; i < n; i++) {
-        rc = sw_worker_apply(docs[i].kind, docs[i].name, docs[i].source,
-                             docs[i].data, docs[i].len, &e);
+        rc = sw_apply_doc(&docs[i], gen, &e);
         if (rc && !sw_already_holds(&docs[i], rc)) {
             sw_log_doc_error(log, &docs[i], &e);
             if (!first) {
@@ -481,7 +527,7 @@ void sw_test_stored(ngx_cycle_t *cycle, sw_main_conf_t *mcf) {
     if (n && sw_router_create(mcf, &router, &err) == 0 &&
         sw_load_files(router, mcf, &err, &path) == 0) {
         sw_worker.router = router;
-        if (sw_apply_docs(docs, n, &err, cycle->log))
+        if (sw_apply_docs(docs, n, 0, &err, cycle->log))
             ngx_log_error(NGX_LOG_WARN, cycle->log, 0,
                           "switchyard: the stored changes logged above would "
                           "not be applied by the workers of this "
@@ -504,7 +550,7 @@ static int sw_apply_zone(ngx_log_t *log, sy_error *err) {
     if (sw_zone_copy(sw_worker.zone, false, sw_worker.epoch, 0, &docs, &n,
                      &gen) != NGX_OK)
         return 0;
-    rc = sw_apply_docs(docs, n, err, log);
+    rc = sw_apply_docs(docs, n, 0, err, log);
     sw_docs_free(docs, n);
     sw_worker.generation = gen;
     return rc;
@@ -513,7 +559,7 @@ static int sw_apply_zone(ngx_log_t *log, sy_error *err) {
 static int sw_doc_ptr_cmp(const void *a, const void *b) {
     const sw_shm_doc_t *x = *(sw_shm_doc_t *const *)a;
     const sw_shm_doc_t *y = *(sw_shm_doc_t *const *)b;
-    return x->seq < y->seq ? -1 : x->seq > y->seq;
+    return x->order < y->order ? -1 : x->order > y->order;
 }
 
 static void sw_cstr_n(char *dst, size_t cap, const u_char *p, size_t len) {
@@ -522,11 +568,11 @@ static void sw_cstr_n(char *dst, size_t cap, const u_char *p, size_t len) {
     dst[n] = '\0';
 }
 
-/* The documents stored after this worker's generation, in generation
- * order, staged on one change set straight from the zone, under its mutex
- * (the library copies what it keeps: no copy of our own), then committed.
- * NGX_OK with *n staged (*rc: the commit's or a staging's result, *gen:
- * the generation they bring the worker to); NGX_DECLINED: the zone
+/* The documents stored after this worker's generation, in replay order
+ * (sw_shm_doc_t.order), staged on one change set straight from the zone, under
+ * its mutex (the library copies what it keeps: no copy of our own), then
+ * committed. NGX_OK with *n staged (*rc: the commit's or a staging's result,
+ * *gen: the generation they bring the worker to); NGX_DECLINED: the zone
  * belongs to a newer configuration (*gen set); NGX_ERROR: out of memory.
  * *t_zone: when the zone was let go. */
 static ngx_int_t sw_follow_from_zone(bool locked, uint64_t *gen, size_t *n,
@@ -567,8 +613,9 @@ static ngx_int_t sw_follow_from_zone(bool locked, uint64_t *gen, size_t *n,
         for (size_t i = 0; i < *n && *rc == 0; i++) {
             sw_cstr_n(name, sizeof name, v[i]->name, v[i]->name_len);
             sw_cstr_n(source, sizeof source, v[i]->source, v[i]->source_len);
-            *rc = sw_stage(cs, v[i]->kind, name, source, (char *)v[i]->data,
-                           v[i]->len, err);
+            *rc = sw_stage_doc(cs, v[i]->kind, name, source, (char *)v[i]->data,
+                               v[i]->len, v[i]->order, v[i]->flags,
+                               sw_worker.generation, err);
         }
     }
     if (!locked)
@@ -609,7 +656,7 @@ static bool sw_worker_follow(ngx_log_t *log, bool locked, int *rc,
         zrc = sw_zone_copy(sw_worker.zone, locked, sw_worker.epoch,
                            sw_worker.generation, &docs, &n, &gen);
         if (zrc == NGX_OK) {
-            *rc = sw_apply_docs(docs, n, err, log);
+            *rc = sw_apply_docs(docs, n, sw_worker.generation, err, log);
             sw_docs_free(docs, n);
         } else if (zrc == NGX_DECLINED) {
             sw_worker.generation = gen;

@@ -70,11 +70,12 @@ static sw_zone_ctx_t *sw_zone_replaced(ngx_shm_zone_t *zone) {
 static int sw_shm_doc_cmp(const void *a, const void *b) {
     const sw_shm_doc_t *x = *(sw_shm_doc_t *const *)a,
                        *y = *(sw_shm_doc_t *const *)b;
-    return x->seq < y->seq ? -1 : x->seq > y->seq;
+    return x->order < y->order ? -1 : x->order > y->order;
 }
 
 /* Hand the stored documents of the replaced zone `from` over to the new
- * zone z, oldest first (what the new zone read from a state file is
+ * zone z, in replay order (their seq in z follows it: see
+ * sw_shm_doc_t.order) (what the new zone read from a state file is
  * superseded by the running zone's newer or equal copy), then bump the
  * old zone's epoch: its workers, draining, stop following it and answer
  * a change 503, so none is taken there after the copy. Both mutexes are
@@ -118,6 +119,7 @@ static void sw_zone_hand_over(ngx_cycle_t *cycle, sw_zone_ctx_t *z,
         c->base = docs[k]->base;
         c->changed_us = docs[k]->changed_us;
         c->origin = docs[k]->origin;
+        c->flags = docs[k]->flags;
         sw_zone_link_locked(z, c);
         moved++;
     }
@@ -294,7 +296,7 @@ size_t sw_zone_min_size(void) {
 
 static int sw_doc_cmp(const void *a, const void *b) {
     const sw_doc_copy_t *x = a, *y = b;
-    return x->seq < y->seq ? -1 : x->seq > y->seq;
+    return x->order < y->order ? -1 : x->order > y->order;
 }
 
 void sw_docs_free(sw_doc_copy_t *docs, size_t count) {
@@ -348,6 +350,8 @@ ngx_int_t sw_zone_copy(sw_zone_ctx_t *z, bool locked, ngx_uint_t epoch,
         sw_doc_copy_t *c = &docs[n];
         c->kind = d->kind;
         c->seq = d->seq;
+        c->order = d->order;
+        c->flags = d->flags;
         c->len = d->len;
         c->name = malloc(d->name_len + 1);
         c->source = malloc(d->source_len + 1);
@@ -448,6 +452,8 @@ uint64_t sw_zone_link_locked(sw_zone_ctx_t *z, sw_shm_doc_t *d) {
     z->sh->docs = d;
     /* the new generation becomes visible only with the document in place */
     d->seq = z->sh->generation + 1;
+    if (d->order == 0)
+        d->order = d->seq;
     ngx_memory_barrier();
     z->sh->generation = d->seq;
     return d->seq;

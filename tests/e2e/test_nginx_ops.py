@@ -6,6 +6,7 @@ refuses and reloads that fail, and admin changes that survive a reload, a
 failed reload and a restart through the state file. Same fixture as
 test_nginx_module.py (Debian's nginx, 2 workers, two backends, loopback).
 """
+import json
 import os
 import re
 import signal
@@ -452,6 +453,98 @@ def test_changed_file_wins_over_stored_changes(env):
     check(live[0]["origin"] == "file", "origin %r" % live)
 
 
+def routed_by_all(env, path, want, what):
+    """Every answer to `path` (30 connections: both workers answer some)
+    comes from backend `want`."""
+    got = set()
+    for _ in range(30):
+        r = request(env.port, "GET", path)
+        check(r.status == 200, "%s: %s answered %d" % (what, path, r.status))
+        got.add(r.json()["id"])
+    check(got == {want}, "%s: %s routed to %r, not %s by every worker"
+          % (what, path, sorted(got), want))
+
+
+def respawn_one(env, what):
+    """kill -9 one worker (the master starts another, which replays the
+    zone): both workers converge on one fingerprint, the one they had."""
+    before = env.converged()
+    victim = before["workers"][0]["pid"]
+    os.kill(victim, signal.SIGKILL)
+    base.wait_respawned(env, victim)
+    try:
+        after = env.converged()
+    except AssertionError as e:
+        raise AssertionError("%s: %s" % (what, e))
+    check({w["fingerprint"] for w in after["workers"]} ==
+          {before["workers"][1]["fingerprint"]},
+          "%s: fingerprints %r -> %r" % (what, before["workers"],
+                                         after["workers"]))
+
+
+def test_replayed_routes_keep_the_live_rank_order(env):
+    """A worker that replays the zone (a respawn after kill -9, a restart
+    from the state file) ranks a source's routes as the workers that took
+    the changes live: an upserted route keeps its position on update and a
+    removed then re-added one goes to the end, also a file's route. Two
+    routes of equal order overlap (/ord/x; /live/x): the first in rank
+    answers, A or B."""
+    def put(ident, port, path, extra=None):
+        doc = route(ident, port, path)
+        doc.update(extra or {})
+        r = env.put("routes/live/" + ident, doc)
+        check(r.status == 200, "PUT %s: %d %r" % (ident, r.status, r.body))
+
+    def delete(ident):
+        r = request(env.port, "DELETE", "/switchyard/routes/live/" + ident)
+        check(r.status == 200, "DELETE %s: %d %r" % (ident, r.status, r.body))
+
+    # PUT A, PUT B, PUT A again (in place): [A, B]
+    put("ordA", env.pa, "/ord/**")
+    put("ordB", env.pb, "/ord/x")
+    put("ordA", env.pa, "/ord/**", {"metadata": {"again": 1}})
+    routed_by_all(env, "/ord/x", "A", "A, B, A live")
+    respawn_one(env, "A, B, A")
+    routed_by_all(env, "/ord/x", "A", "A, B, A after a respawn")
+    # DELETE A, PUT A: [B, A]
+    delete("ordA")
+    put("ordA", env.pa, "/ord/**")
+    routed_by_all(env, "/ord/x", "B", "A removed and put live")
+    respawn_one(env, "A removed and put")
+    routed_by_all(env, "/ord/x", "B", "A removed and put after a respawn")
+    # the file's route "live" (/live/**, backend A): re-PUT in place, then
+    # removed and put after an admin route of /live/x (backend B)
+    with open(os.path.join(env.dir, "live.json")) as f:
+        filed = json.load(f)["routes"][0]
+    put("lx", env.pb, "/live/x")
+    r = env.put("routes/live/live", filed)
+    check(r.status == 200, "PUT live: %d %r" % (r.status, r.body))
+    routed_by_all(env, "/live/x", "A", "file route put in place live")
+    respawn_one(env, "file route put in place")
+    routed_by_all(env, "/live/x", "A", "file route put in place, respawn")
+    delete("live")
+    r = env.put("routes/live/live", filed)
+    check(r.status == 200, "PUT live: %d %r" % (r.status, r.body))
+    routed_by_all(env, "/live/x", "B", "file route removed and put live")
+    respawn_one(env, "file route removed and put")
+    routed_by_all(env, "/live/x", "B", "file route removed and put, respawn")
+    routed_by_all(env, "/ord/x", "B", "A removed and put, later respawn")
+    fp = env.converged()["workers"][0]["fingerprint"]
+    # a restart replays the state file
+    env.stop_nginx()
+    env.launch()
+    s = env.converged(timeout=10)
+    check({w["fingerprint"] for w in s["workers"]} == {fp},
+          "fingerprints after a restart from the state file: %r"
+          % s["workers"])
+    routed_by_all(env, "/ord/x", "B", "A removed and put, restart")
+    routed_by_all(env, "/live/x", "B", "file route removed and put, restart")
+    # the other tests' routes
+    for ident in ("ordA", "ordB", "lx"):
+        delete(ident)
+    check(not base.crashed(env), "a worker crashed: %r" % base.crashed(env))
+
+
 def test_unrun_filters_refused_with_location(env):
     """What the module does not run is refused, located, by the library
     (the module declares what it runs: sy_host_profile("nginx")): by the
@@ -634,6 +727,7 @@ TESTS = [
     test_stored_change_a_file_now_conflicts_with_said_by_test,
     test_state_file_survives_restart,
     test_changed_file_wins_over_stored_changes,
+    test_replayed_routes_keep_the_live_rank_order,
     test_two_nginx_lose_no_state_write,
     test_binary_upgrade_keeps_changes,
     test_binary_upgrade_without_state_file_warns,

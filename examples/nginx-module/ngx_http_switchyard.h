@@ -185,6 +185,10 @@ struct sw_shm_doc_s {
  * of that id from before (its file's, or one removed since) removes it
  * first, so that the route is added at the end as it was live. */
 #define SW_DOC_INSERTED 1u
+/* This very change inserted its route (SW_DOC_INSERTED is kept by the
+ * in-place updates that follow it): what another nginx's state file says
+ * of its change, taken into this zone (sw_state_follow_locked). */
+#define SW_DOC_INSERT_NOW 2u
 
 /* What each worker publishes after applying the zone's documents. */
 typedef struct {
@@ -295,6 +299,10 @@ sw_shm_doc_t *sw_zone_prepare_locked(sw_zone_ctx_t *z, ngx_uint_t kind,
                                      ngx_str_t *name, ngx_str_t *source,
                                      size_t len);
 uint64_t sw_zone_link_locked(sw_zone_ctx_t *z, sw_shm_doc_t *d);
+/* The replay order and flags of a route upsert before its link: in_place,
+ * the route was in its source when the change was taken. */
+void sw_zone_route_order_locked(sw_zone_ctx_t *z, sw_shm_doc_t *d,
+                                bool in_place);
 void sw_zone_discard_locked(sw_zone_ctx_t *z, sw_shm_doc_t *d);
 void sw_zone_publish(sw_zone_ctx_t *z, ngx_uint_t slot, const sw_slot_t *s);
 

@@ -556,29 +556,6 @@ static bool sw_route_in_source(const char *id, ngx_str_t *source) {
     return in;
 }
 
-/* Where a worker that replays the zone puts the route of an accepted
- * upsert `d` (sw_shm_doc_t.order): one that updated its route in place
- * keeps the order and flags of the stored change of that route it
- * replaces (the change that inserted it, or its file's position when
- * none: order 0, its own seq); one that inserted it (new, or removed
- * before) is SW_DOC_INSERTED at its own seq, the end of its source. */
-static void sw_route_order_locked(sw_zone_ctx_t *z, sw_shm_doc_t *d,
-                                  bool in_place) {
-    if (!in_place) {
-        d->flags = SW_DOC_INSERTED;
-        return;
-    }
-    for (sw_shm_doc_t *o = z->sh->docs; o; o = o->next)
-        if (SW_IS_ROUTE_OP(o->kind) && o->name_len == d->name_len &&
-            ngx_memcmp(o->name, d->name, d->name_len) == 0 &&
-            o->source_len == d->source_len &&
-            ngx_memcmp(o->source, d->source, d->source_len) == 0) {
-            d->order = o->order;
-            d->flags = o->flags;
-            return;
-        }
-}
-
 /* Under the zone's mutex, caught up with the zone: the body into room
  * in the zone (when nginx's reader read it), the commit to this worker's
  * router, and the link as the zone's newest document (written to the
@@ -624,7 +601,7 @@ static sw_shm_doc_t *sw_change_commit_locked(ngx_http_request_t *r,
     doc->origin = SW_ORIGIN_ADMIN;
     doc->changed_us = (uint64_t)sw_now_real_us();
     if (a->kind == SW_DOC_ROUTE)
-        sw_route_order_locked(z, doc, in_place);
+        sw_zone_route_order_locked(z, doc, in_place);
     c->seq = sw_zone_link_locked(z, doc);
     if (current)
         sw_worker.generation = c->seq;

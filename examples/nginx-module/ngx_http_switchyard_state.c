@@ -13,7 +13,8 @@
  * byte counts, then the raw bytes:
  *   switchyard-state 1 <generation>
  *   doc <kind> <base hex> <name bytes> <source bytes> <data bytes> <us>
- *       <flags> (SW_DOC_INSERTED; absent in files written before it)
+ *       <flags> (SW_DOC_INSERTED, SW_DOC_INSERT_NOW; absent in files
+ *       written before them)
  *   <name><source><data>
  *   end
  */
@@ -300,8 +301,14 @@ static ngx_int_t sw_state_apply_locked(sw_zone_ctx_t *z, sw_main_conf_t *mcf,
             ngx_memcpy(d->data, p + nl + sl, dl);
             d->base = base;
             d->changed_us = changed;
-            d->flags = (ngx_uint_t)iflags & SW_DOC_INSERTED;
+            d->flags =
+                (ngx_uint_t)iflags & (SW_DOC_INSERTED | SW_DOC_INSERT_NOW);
             d->origin = SW_ORIGIN_STATE;
+            /* another nginx's change, into the running zone: replayed
+             * here as it was taken there (in place, or inserted) */
+            if (only_new && kind == SW_DOC_ROUTE)
+                sw_zone_route_order_locked(z, d,
+                                           !(d->flags & SW_DOC_INSERT_NOW));
             sw_zone_link_locked(z, d);
             count++;
         }

@@ -425,6 +425,32 @@ sw_shm_doc_t *sw_zone_prepare_locked(sw_zone_ctx_t *z, ngx_uint_t kind,
     return d;
 }
 
+/* Where a worker that replays the zone puts the route of an upsert `d`
+ * about to be linked (sw_shm_doc_t.order): one that updated its route in
+ * place keeps the order and SW_DOC_INSERTED of the stored change of that
+ * route it replaces (when none: its route is the file's or the source
+ * document's, order 0 is its own seq); one that inserted it (new, or
+ * removed before) is SW_DOC_INSERTED | SW_DOC_INSERT_NOW at its own seq,
+ * the end of its source. */
+void sw_zone_route_order_locked(sw_zone_ctx_t *z, sw_shm_doc_t *d,
+                                bool in_place) {
+    d->order = 0;
+    d->flags = 0;
+    if (!in_place) {
+        d->flags = SW_DOC_INSERTED | SW_DOC_INSERT_NOW;
+        return;
+    }
+    for (sw_shm_doc_t *o = z->sh->docs; o; o = o->next)
+        if (o != d && SW_IS_ROUTE_OP(o->kind) && o->name_len == d->name_len &&
+            ngx_memcmp(o->name, d->name, d->name_len) == 0 &&
+            o->source_len == d->source_len &&
+            ngx_memcmp(o->source, d->source, d->source_len) == 0) {
+            d->order = o->order;
+            d->flags = o->flags & SW_DOC_INSERTED;
+            return;
+        }
+}
+
 void sw_zone_discard_locked(sw_zone_ctx_t *z, sw_shm_doc_t *d) {
     sw_doc_free_locked(z, d);
 }

@@ -539,6 +539,24 @@ def test_replayed_routes_keep_the_live_rank_order(env):
           % s["workers"])
     routed_by_all(env, "/ord/x", "B", "A removed and put, restart")
     routed_by_all(env, "/live/x", "B", "file route removed and put, restart")
+    # a state file written before the flags field (its header lines end at
+    # the time) is read as it was: every document, route changes in file
+    # order (the file's route upserted in its place in the file)
+    env.stop_nginx()
+    path = os.path.join(env.dir, "state", "switchyard.state")
+    with open(path, "rb") as f:
+        state = f.read()
+    old, n = re.subn(rb"(?m)^(doc \d+ [0-9a-f]+ \d+ \d+ \d+ \d+) \d+$",
+                     rb"\1", state)
+    check(n >= 4, "state file without flags fields: %r" % state[:300])
+    with open(path, "wb") as f:
+        f.write(old)
+    env.launch()
+    env.converged(timeout=10)
+    check("%d stored documents read from" % n in env.error_log(),
+          "the former state file not read whole: %s" % env.error_log()[-800:])
+    routed_by_all(env, "/ord/x", "B", "A removed and put, former state file")
+    routed_by_all(env, "/live/x", "A", "file route put, former state file")
     # the other tests' routes
     for ident in ("ordA", "ordB", "lx"):
         delete(ident)

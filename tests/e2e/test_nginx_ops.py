@@ -653,6 +653,74 @@ def test_two_nginx_lose_no_state_write(env):
         p2.wait(timeout=10)
 
 
+def test_state_file_follower_ranks_as_the_writer(env):
+    """A second nginx sharing the state file (a binary upgrade's two
+    generations) takes the first one's route changes from it as they were
+    taken: an in-place PUT of an admin-added route keeps its position
+    there too, a removed and re-added one goes to the end."""
+    port2 = free_port()
+    conf = env.conf().replace("127.0.0.1:%d;" % env.port,
+                              "127.0.0.1:%d;" % port2)
+    conf = conf.replace("nginx.pid;", "nginx3.pid;").replace(
+        "error.log", "error3.log").replace("access.log", "access3.log")
+    with open(os.path.join(env.dir, "nginx3.conf"), "w") as f:
+        f.write(conf)
+    p2 = subprocess.Popen([NGINX, "-p", env.dir, "-c", env.dir +
+                           "/nginx3.conf", "-g", "daemon off;"])
+
+    def status2():
+        return request(port2, "GET", "/switchyard/status").json()
+
+    def followed(what):
+        """nginx 2 (its workers converged) reaches nginx 1's fingerprint."""
+        want = env.converged()["workers"][0]["fingerprint"]
+        deadline = time.time() + 10
+        while True:
+            try:
+                s = status2()
+                fps = {w["fingerprint"] for w in s["workers"]}
+                if fps == {want} and s["converged"]:
+                    return
+            except OSError:
+                s = None
+            check(time.time() < deadline, "%s: nginx 2 at %r, nginx 1 at %s"
+                  % (what, s and s["workers"], want))
+            time.sleep(0.1)
+
+    def put(ident, port, path, extra=None):
+        doc = route(ident, port, path)
+        doc.update(extra or {})
+        r = env.put("routes/live/" + ident, doc)
+        check(r.status == 200, "PUT %s: %d %r" % (ident, r.status, r.body))
+
+    def answers(path, want, what):
+        for port in (env.port, port2):
+            for _ in range(10):
+                r = request(port, "GET", path)
+                check(r.status == 200 and r.json()["id"] == want,
+                      "%s: %s on port %d answered %d %r, not %s"
+                      % (what, path, port, r.status, r.body[:80], want))
+
+    try:
+        put("ordC", env.pa, "/ordc/**")
+        put("ordD", env.pb, "/ordc/x")
+        followed("C, D")
+        put("ordC", env.pa, "/ordc/**", {"metadata": {"again": 1}})
+        followed("C, D, C")
+        answers("/ordc/x", "A", "C, D, C")
+        r = request(env.port, "DELETE", "/switchyard/routes/live/ordC")
+        check(r.status == 200, "DELETE ordC: %d" % r.status)
+        put("ordC", env.pa, "/ordc/**")
+        followed("C removed and put")
+        answers("/ordc/x", "B", "C removed and put")
+    finally:
+        p2.terminate()
+        p2.wait(timeout=10)
+    for ident in ("ordC", "ordD"):
+        r = request(env.port, "DELETE", "/switchyard/routes/live/" + ident)
+        check(r.status == 200, "DELETE %s: %d" % (ident, r.status))
+
+
 def test_binary_upgrade_keeps_changes(env):
     """USR2 starts a new master with a new zone (read from the state
     file); changes PUT while both generations serve, to either, reach the
@@ -747,6 +815,7 @@ TESTS = [
     test_changed_file_wins_over_stored_changes,
     test_replayed_routes_keep_the_live_rank_order,
     test_two_nginx_lose_no_state_write,
+    test_state_file_follower_ranks_as_the_writer,
     test_binary_upgrade_keeps_changes,
     test_binary_upgrade_without_state_file_warns,
 ]

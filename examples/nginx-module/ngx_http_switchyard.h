@@ -177,7 +177,7 @@ struct sw_shm_doc_s {
      * position it had when it was inserted; every other document: its
      * seq (set by sw_zone_link_locked when 0). */
     uint64_t order;
-    ngx_uint_t flags; /* SW_DOC_INSERTED */
+    ngx_uint_t flags; /* SW_DOC_INSERTED, SW_DOC_INSERT_NOW */
 };
 
 /* The route change inserted its route (it was not in its source when the

@@ -698,6 +698,18 @@ SY_API size_t sy_diff_updated_count(const sy_diff *d);
 SY_API const char *sy_diff_updated(const sy_diff *d, size_t i,
                                    unsigned *changed);
 SY_API size_t sy_diff_unchanged_count(const sy_diff *d);
+/* Kept routes (in both lists, updated or not) whose rank order moved
+ * against the other kept routes: the fewest such routes, those outside a
+ * longest run of kept routes that stayed in order (a swap of two names
+ * one). Rank is order, then position in the document (a snapshot's rank
+ * order across sources). A reorder is not an update: the route's
+ * definition is as it was, only which route matches first changed. A
+ * route whose order changed is updated (SY_CHANGED_ORDER) and, when that
+ * moved it past another, reordered too. In new rank order; NULL past the
+ * end. A one-route change (sy_router_upsert_route) reports none: an order it
+ * changed is its SY_CHANGED_ORDER. */
+SY_API size_t sy_diff_reordered_count(const sy_diff *d);
+SY_API const char *sy_diff_reordered(const sy_diff *d, size_t i);
 
 /*
  * Shadowed and unreachable routes: each route no request can ever reach,

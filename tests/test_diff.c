@@ -1,6 +1,7 @@
 /* test_diff.c - three-way diffs: added, removed, updated with the parts
  * that changed, unchanged; equivalent spellings are unchanged; the same
- * diff from documents, snapshots and apply reports; instance diffs. */
+ * diff from documents, snapshots and apply reports; reordered routes (a
+ * move of rank, not an update); instance diffs. */
 #include "testutil.h"
 
 #include "switchyard.h"
@@ -157,6 +158,127 @@ START_TEST(snapshot_diff_agrees_with_the_apply_report) {
 }
 END_TEST
 
+#define R(id) "{\"id\":\"" id "\",\"uri\":\"http://" id ":80\"}"
+
+/* The diff of v1 -> v2 three ways: documents, snapshots, apply report. */
+static void three_diffs(const char *v1, const char *v2, sy_diff *out[3],
+                        sy_report **rep, bool lenient) {
+    out[0] = lenient ? NULL : diff_of(v1, v2); /* strict: v2 has an error */
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.lenient = lenient;
+    sy_router *r;
+    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
+    ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
+    ck_assert_int_eq(sy_router_apply(r, "s", v1, strlen(v1), NULL, NULL), 0);
+    sy_snapshot *s1 = sy_router_acquire(r);
+    ck_assert_int_eq(sy_router_apply(r, "s", v2, strlen(v2), rep, NULL), 0);
+    sy_snapshot *s2 = sy_router_acquire(r);
+    ck_assert_int_eq(sy_diff_snapshots(s1, s2, NULL, &out[1], NULL), 0);
+    out[2] = (sy_diff *)sy_report_diff(*rep);
+    sy_snapshot_release(s1);
+    sy_snapshot_release(s2);
+    sy_router_free(r);
+}
+
+static void free_three(sy_diff *d[3], sy_report *rep) {
+    sy_diff_free(d[0]);
+    sy_diff_free(d[1]);
+    sy_report_free(rep);
+}
+
+START_TEST(a_reorder_only_is_reported_reordered_not_updated) {
+    /* d moved from last to first: d alone is reordered; nothing is
+     * updated (a host that rebuilds updated routes drains none) */
+    sy_diff *d[3];
+    sy_report *rep;
+    three_diffs("[" R("a") "," R("b") "," R("c") "," R("d") "]",
+                "[" R("d") "," R("a") "," R("b") "," R("c") "]", d, &rep,
+                false);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_uint_eq(sy_diff_added_count(d[i]), 0);
+        ck_assert_uint_eq(sy_diff_removed_count(d[i]), 0);
+        ck_assert_uint_eq(sy_diff_updated_count(d[i]), 0);
+        ck_assert_uint_eq(sy_diff_unchanged_count(d[i]), 4);
+        ck_assert_uint_eq(sy_diff_reordered_count(d[i]), 1);
+        ck_assert_str_eq(sy_diff_reordered(d[i], 0), "d");
+        ck_assert_ptr_null(sy_diff_reordered(d[i], 1));
+    }
+    free_three(d, rep);
+    /* two swapped pairs: one of each pair, in new rank order */
+    three_diffs("[" R("a") "," R("b") "," R("c") "," R("d") "]",
+                "[" R("b") "," R("a") "," R("d") "," R("c") "]", d, &rep,
+                false);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_uint_eq(sy_diff_updated_count(d[i]), 0);
+        ck_assert_uint_eq(sy_diff_reordered_count(d[i]), 2);
+        ck_assert_str_eq(sy_diff_reordered(d[i], 0), "b");
+        ck_assert_str_eq(sy_diff_reordered(d[i], 1), "d");
+    }
+    free_three(d, rep);
+}
+END_TEST
+
+START_TEST(shifted_positions_in_the_same_order_are_not_reordered) {
+    /* x added ahead and b removed: every kept route's position moved,
+     * their relative order did not */
+    sy_diff *d[3];
+    sy_report *rep;
+    three_diffs("[" R("a") "," R("b") "," R("c") "," R("e") "]",
+                "[" R("x") "," R("a") "," R("c") "," R("e") "]", d, &rep,
+                false);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_uint_eq(sy_diff_added_count(d[i]), 1);
+        ck_assert_uint_eq(sy_diff_removed_count(d[i]), 1);
+        ck_assert_uint_eq(sy_diff_unchanged_count(d[i]), 3);
+        ck_assert_uint_eq(sy_diff_reordered_count(d[i]), 0);
+        ck_assert_ptr_null(sy_diff_reordered(d[i], 0));
+    }
+    free_three(d, rep);
+}
+END_TEST
+
+START_TEST(an_order_that_moves_a_route_past_another_is_both) {
+    /* a's order 9 ranks it after b: a is updated (order), and one of the
+     * two is reordered; c's order 9 ranks it where it was: not reordered */
+    sy_diff *d[3];
+    sy_report *rep;
+    three_diffs("[" R("a") "," R("b") ",{\"id\":\"c\",\"uri\":\"http://c:80\""
+                                      ",\"order\":3}]",
+                "[{\"id\":\"a\",\"uri\":\"http://a:80\",\"order\":9}," R(
+                    "b") ",{\"id\":\"c\",\"uri\":\"http://c:80\","
+                         "\"order\":10}]",
+                d, &rep, false);
+    for (int i = 0; i < 3; i++) {
+        unsigned mask;
+        ck_assert_uint_eq(sy_diff_updated_count(d[i]), 2);
+        ck_assert_str_eq(sy_diff_updated(d[i], 0, &mask), "a");
+        ck_assert_uint_eq(mask, SY_CHANGED_ORDER);
+        ck_assert_uint_eq(sy_diff_reordered_count(d[i]), 1);
+        const char *id = sy_diff_reordered(d[i], 0);
+        ck_assert(strcmp(id, "a") == 0 || strcmp(id, "b") == 0);
+    }
+    free_three(d, rep);
+}
+END_TEST
+
+START_TEST(a_route_left_out_of_a_lenient_apply_is_not_reordered) {
+    /* lenient: b is invalid in v2 and left out (removed); a and c swap */
+    sy_diff *d[3];
+    sy_report *rep;
+    three_diffs("[" R("a") "," R("b") "," R("c") "]",
+                "[" R("c") ",{\"id\":\"b\",\"uri\":\"http://b:80\","
+                           "\"predicates\":[\"Nope=1\"]}," R("a") "]",
+                d, &rep, true);
+    ck_assert_uint_eq(sy_diff_removed_count(d[2]), 1);
+    ck_assert_str_eq(sy_diff_removed(d[2], 0), "b");
+    for (int i = 1; i < 3; i++) { /* the document diff errs on b */
+        ck_assert_uint_eq(sy_diff_reordered_count(d[i]), 1);
+        ck_assert_str_eq(sy_diff_reordered(d[i], 0), "c");
+    }
+    free_three(d, rep);
+}
+END_TEST
+
 START_TEST(instance_changes_are_reported_by_id) {
     sy_router *r = router_with(NULL);
     sy_instance v1[] = {
@@ -202,6 +324,10 @@ int main(void) {
     tcase_add_test(tc, each_changed_part_is_named);
     tcase_add_test(tc, the_same_route_written_differently_is_unchanged);
     tcase_add_test(tc, snapshot_diff_agrees_with_the_apply_report);
+    tcase_add_test(tc, a_reorder_only_is_reported_reordered_not_updated);
+    tcase_add_test(tc, shifted_positions_in_the_same_order_are_not_reordered);
+    tcase_add_test(tc, an_order_that_moves_a_route_past_another_is_both);
+    tcase_add_test(tc, a_route_left_out_of_a_lenient_apply_is_not_reordered);
     tcase_add_test(tc, instance_changes_are_reported_by_id);
     suite_add_tcase(s, tc);
     return sy_test_run(s);

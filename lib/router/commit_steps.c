@@ -209,6 +209,10 @@ typedef struct doc_walk {
     bool *shared;
     size_t kept, nch, nshared;
     size_t left_out; /* routes left out as issues of a lenient document */
+    bool *left;      /* which (by index; NULL until one is left out) */
+    /* some kept route's rank key changed: the report's reordered routes
+     * are worked out (reordered_routes); else none moved */
+    bool moved;
     /* no route runs a policy and no default breaker claims entries: the
      * lenient check reads no route (check_change_policies) */
     bool policy_free;
@@ -303,6 +307,10 @@ static int route_change(doc_walk *dw, size_t i, sy_error *err) {
                                             pos, false, NULL, &e);
         if (prc == SY_EARG || prc == SY_ENOTRUN) {
             dw->left_out++;
+            if (!dw->left && !(dw->left = sy__calloc(&dw->c->r->alloc,
+                                                     doc->route_count + 1, 1)))
+                return sy__commit_nomem(err);
+            dw->left[i] = true;
             return sy__report_add_issue(dw->rep, &e) ? sy__commit_nomem(err)
                                                      : SY_OK;
         }
@@ -321,6 +329,8 @@ static int route_change(doc_walk *dw, size_t i, sy_error *err) {
     if (!dw->shared[sl ? slot : w->slot_count])
         dw->keep[dw->kept++] = rt;
     uint64_t key = sy__rank_key(rt->order, dw->si, pos);
+    if (sl && sl->key != key)
+        dw->moved = true;
     bool same_meaning = sl && (sl->route == rt || sy__def_route_fp(sl->route) ==
                                                       sy__def_route_fp(rt));
     if (same_meaning && sl->key == key)
@@ -334,6 +344,40 @@ static int route_change(doc_walk *dw, size_t i, sy_error *err) {
                      : 0;
     dw->ch[dw->nch++] = (sy__route_change){rt->id, use, key, dw->si, h};
     return SY_OK;
+}
+
+/* The report's reordered routes, when some kept route's rank key changed
+ * (dw->moved): every route of the document kept from the source's live
+ * ones (shared or not, but those left out), its old and new rank keys.
+ * The walk only notes that a key changed, so an apply that moves nothing
+ * pays no more than the flag. */
+static int reordered_routes(doc_walk *dw, sy_error *err) {
+    const sy_document *doc = dw->doc;
+    const sy_snapshot *w = dw->w;
+    sy_router *r = dw->c->r;
+    sy__rank_pair *p =
+        sy__malloc(&r->alloc, (doc->route_count + 1) * sizeof *p);
+    if (!p)
+        return sy__commit_nomem(err);
+    size_t n = 0;
+    for (size_t i = 0; i < doc->route_count; i++) {
+        if (dw->left && dw->left[i])
+            continue;
+        const struct sy_route *rt = doc->routes[i];
+        uint32_t prev = doc->prev ? doc->prev[i] : UINT32_MAX;
+        bool by_pos =
+            prev < dw->rctx->at_count && dw->rctx->at[prev].route == rt;
+        uint32_t slot = by_pos ? dw->rctx->at[prev].slot
+                               : sy__snapshot_find_slot(w, rt->id);
+        const sy__slot *sl = slot != NONE ? sy__snapshot_slot(w, slot) : NULL;
+        if (sl && sl->source == dw->si)
+            p[n++] = (sy__rank_pair){
+                sy__rank_key(rt->order, dw->si, doc->positions[i]), sl->key,
+                rt->id};
+    }
+    int rc = sy__diff_set_reordered(dw->rep->diff, p, n);
+    sy__free(&r->alloc, p);
+    return rc ? sy__commit_nomem(err) : SY_OK;
 }
 
 /* The diff of the routes kept against the source's live ones (but the
@@ -352,6 +396,8 @@ static int removed_changes(doc_walk *dw, sy_error *err) {
     if (rc)
         return rc;
     sy__diff_add_unchanged(rep->diff, dw->nshared);
+    if (dw->moved && (rc = reordered_routes(dw, err)))
+        return rc;
     for (size_t i = 0; i < sy_diff_removed_count(rep->diff); i++)
         dw->ch[dw->nch++] = (sy__route_change){sy_diff_removed(rep->diff, i),
                                                NULL, 0, dw->si, 0};
@@ -395,6 +441,7 @@ static int document_changes(commit *c, uint32_t si, const sy_document *doc,
     sy__free(&r->alloc, dw.keep);
     sy__free(&r->alloc, dw.shared);
     sy__free(&r->alloc, dw.skip);
+    sy__free(&r->alloc, dw.left);
     if (rc) {
         sy__free(&r->alloc, dw.ch);
         return rc;

@@ -1,7 +1,8 @@
 /*
- * diff.c - three-way route diffs (diff.h) and the public sy_diff API.
- * Ids are matched through a temporary open-addressing table over the old
- * list; the diff owns copies of every id it reports.
+ * diff.c - three-way route diffs (diff.h) and the public sy_diff API, and
+ * the kept routes whose rank order moved (reordered). Ids are matched
+ * through a temporary open-addressing table over the old list; the diff
+ * owns copies of every id it reports.
  */
 #include "snapshot/diff.h"
 #include "base/idtab.h"
@@ -20,6 +21,8 @@ struct sy_diff {
     unsigned *updated_mask;
     size_t updated_count;
     size_t unchanged;
+    const char **reordered; /* kept routes outside a longest run in order */
+    size_t reordered_count;
 };
 
 unsigned sy__diff_route_changes(const struct sy_route *a,
@@ -31,11 +34,80 @@ static const char *old_id(const void *ctx, uint32_t i) {
     return ((const struct sy_route *const *)ctx)[i]->id;
 }
 
+int sy__diff_set_reordered(sy_diff *d, sy__rank_pair *p, size_t n) {
+    /* the common case reads the keys once: already in new rank order, and
+     * the old ranks increase along it (nothing moved) */
+    size_t i = 1;
+    while (i < n && p[i - 1].new_key < p[i].new_key)
+        i++;
+    if (i < n && !sy__sort_by_u64(&d->alloc, p, n, sizeof *p,
+                                  offsetof(sy__rank_pair, new_key)))
+        return SY_ENOMEM;
+    for (i = 1; i < n && p[i - 1].old_key < p[i].old_key;)
+        i++;
+    if (i >= n)
+        return SY_OK;
+    /* a longest increasing run of old ranks in new order (patience, with
+     * binary search: O(n log n)); the routes outside it are the fewest
+     * whose moves explain the new order */
+    uint32_t *tail = sy__malloc(&d->alloc, n * sizeof *tail);
+    uint32_t *prev = sy__malloc(&d->alloc, n * sizeof *prev);
+    bool *in = sy__calloc(&d->alloc, n, sizeof *in);
+    int rc = SY_ENOMEM;
+    if (!tail || !prev || !in)
+        goto out;
+    size_t len = 0;
+    for (i = 0; i < n; i++) {
+        size_t lo = 0, hi = len;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (p[tail[mid]].old_key < p[i].old_key)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        prev[i] = lo ? tail[lo - 1] : UINT32_MAX;
+        tail[lo] = (uint32_t)i;
+        if (lo == len)
+            len++;
+    }
+    for (uint32_t k = tail[len - 1]; k != UINT32_MAX; k = prev[k])
+        in[k] = true;
+    d->reordered = sy__arena_alloc(&d->arena, (n - len + 1) * sizeof(char *));
+    if (!d->reordered)
+        goto out;
+    for (i = 0; i < n; i++)
+        if (!in[i]) {
+            char *id = sy__arena_strdup(&d->arena, p[i].id);
+            if (!id)
+                goto out;
+            d->reordered[d->reordered_count++] = id;
+        }
+    rc = SY_OK;
+out:
+    sy__free(&d->alloc, tail);
+    sy__free(&d->alloc, prev);
+    sy__free(&d->alloc, in);
+    return rc;
+}
+
 int sy__diff_routes(const sy__alloc *a,
                     const struct sy_route *const *old_routes, size_t old_count,
                     const struct sy_route *const *new_routes, size_t new_count,
                     sy_diff **out) {
+    return sy__diff_routes_ranked(a, old_routes, NULL, old_count, new_routes,
+                                  NULL, new_count, out);
+}
+
+int sy__diff_routes_ranked(const sy__alloc *a,
+                           const struct sy_route *const *old_routes,
+                           const uint64_t *old_keys, size_t old_count,
+                           const struct sy_route *const *new_routes,
+                           const uint64_t *new_keys, size_t new_count,
+                           sy_diff **out) {
     *out = NULL;
+    sy__rank_pair *pairs = NULL;
+    size_t npairs = 0;
     sy_diff *d = sy__calloc(a, 1, sizeof *d);
     if (!d)
         return SY_ENOMEM;
@@ -47,6 +119,9 @@ int sy__diff_routes(const sy__alloc *a,
     size_t cap = sy__idtab_capacity(old_count);
     sy__idtab_entry *table = sy__malloc(a, cap * sizeof *table);
     bool *seen = sy__calloc(a, old_count + 1, sizeof *seen);
+    if (old_keys && new_keys &&
+        !(pairs = sy__malloc(a, (new_count + 1) * sizeof *pairs)))
+        goto fail;
     d->added = sy__arena_alloc(&d->arena, (new_count + 1) * sizeof(char *));
     d->removed = sy__arena_alloc(&d->arena, (old_count + 1) * sizeof(char *));
     d->updated = sy__arena_alloc(&d->arena, (new_count + 1) * sizeof(char *));
@@ -75,8 +150,12 @@ int sy__diff_routes(const sy__alloc *a,
                                old_id, old_routes, &pos);
         }
         const struct sy_route *o = k == SY_NONE ? NULL : old_routes[k];
-        if (o)
+        if (o) {
             seen[k] = true;
+            if (pairs)
+                pairs[npairs++] =
+                    (sy__rank_pair){new_keys[i], old_keys[k], n->id};
+        }
         if (o && (o == n || sy__def_route_fp(o) == sy__def_route_fp(n))) {
             d->unchanged++; /* the common case: no copy of the id */
             continue;
@@ -98,13 +177,17 @@ int sy__diff_routes(const sy__alloc *a,
                 goto fail;
             d->removed[d->removed_count++] = id;
         }
+    if (pairs && sy__diff_set_reordered(d, pairs, npairs))
+        goto fail;
     sy__free(a, table);
     sy__free(a, seen);
+    sy__free(a, pairs);
     *out = d;
     return SY_OK;
 fail:
     sy__free(a, table);
     sy__free(a, seen);
+    sy__free(a, pairs);
     sy_diff_free(d);
     return SY_ENOMEM;
 }
@@ -113,21 +196,30 @@ fail:
 static int diff_lists(const void *old_c, size_t on, const void *new_c,
                       size_t nn,
                       const sy_route *(*get)(const void *c, size_t i),
+                      uint64_t (*rank)(const void *c, size_t i),
                       const sy_allocator *alloc, sy_diff **out, sy_error *err) {
     sy__alloc a;
     sy__alloc_init(&a, alloc);
     const struct sy_route **o = sy__malloc(&a, (on + 1) * sizeof *o);
     const struct sy_route **n = sy__malloc(&a, (nn + 1) * sizeof *n);
+    uint64_t *ok = sy__malloc(&a, (on + 1) * sizeof *ok);
+    uint64_t *nk = sy__malloc(&a, (nn + 1) * sizeof *nk);
     int rc = SY_ENOMEM;
-    if (o && n) {
-        for (size_t i = 0; i < on; i++)
+    if (o && n && ok && nk) {
+        for (size_t i = 0; i < on; i++) {
             o[i] = get(old_c, i);
-        for (size_t i = 0; i < nn; i++)
+            ok[i] = rank(old_c, i);
+        }
+        for (size_t i = 0; i < nn; i++) {
             n[i] = get(new_c, i);
-        rc = sy__diff_routes(&a, o, on, n, nn, out);
+            nk[i] = rank(new_c, i);
+        }
+        rc = sy__diff_routes_ranked(&a, o, ok, on, n, nk, nn, out);
     }
     sy__free(&a, o);
     sy__free(&a, n);
+    sy__free(&a, ok);
+    sy__free(&a, nk);
     return rc ? sy__error_set(err, rc, "", "out of memory") : SY_OK;
 }
 
@@ -139,13 +231,26 @@ static const sy_route *snap_route(const void *c, size_t i) {
     return sy_snapshot_route_at(c, i);
 }
 
+/* A document's rank: its order, then its position in the document. */
+static uint64_t doc_rank(const void *c, size_t i) {
+    const sy_document *doc = c;
+    uint32_t pos = doc->positions ? doc->positions[i] : (uint32_t)i;
+    return sy__rank_key(doc->routes[i]->order, 0, pos);
+}
+
+/* A snapshot lists its routes in rank order. */
+static uint64_t snap_rank(const void *c, size_t i) {
+    (void)c;
+    return i;
+}
+
 int sy_diff_documents(const sy_document *old_doc, const sy_document *new_doc,
                       const sy_allocator *alloc, sy_diff **out, sy_error *err) {
     if (!old_doc || !new_doc || !out)
         return sy__error_set(err, SY_EINVAL, "", "document or out is NULL");
     return diff_lists(old_doc, sy_document_route_count(old_doc), new_doc,
-                      sy_document_route_count(new_doc), doc_route, alloc, out,
-                      err);
+                      sy_document_route_count(new_doc), doc_route, doc_rank,
+                      alloc, out, err);
 }
 
 int sy_diff_snapshots(const sy_snapshot *old_snap, const sy_snapshot *new_snap,
@@ -153,8 +258,8 @@ int sy_diff_snapshots(const sy_snapshot *old_snap, const sy_snapshot *new_snap,
     if (!old_snap || !new_snap || !out)
         return sy__error_set(err, SY_EINVAL, "", "snapshot or out is NULL");
     return diff_lists(old_snap, sy_snapshot_route_count(old_snap), new_snap,
-                      sy_snapshot_route_count(new_snap), snap_route, alloc, out,
-                      err);
+                      sy_snapshot_route_count(new_snap), snap_route, snap_rank,
+                      alloc, out, err);
 }
 
 void sy_diff_free(sy_diff *d) {
@@ -193,4 +298,11 @@ void sy__diff_add_unchanged(sy_diff *d, size_t n) {
 
 size_t sy_diff_unchanged_count(const sy_diff *d) {
     return d->unchanged;
+}
+
+size_t sy_diff_reordered_count(const sy_diff *d) {
+    return d->reordered_count;
+}
+const char *sy_diff_reordered(const sy_diff *d, size_t i) {
+    return i < d->reordered_count ? d->reordered[i] : NULL;
 }

@@ -877,12 +877,13 @@ static const char diff_help[] =
     "usage: switchyard diff [--json] OLD NEW\n"
     "Compare two route documents by route id and meaning: routes added, "
     "removed,\nupdated (with the parts that changed: predicates, filters, "
-    "uri, metadata,\norder) and the number unchanged. Both documents must "
-    "be valid (strict).\n"
+    "uri, metadata,\norder), reordered (kept routes whose rank moved past "
+    "another: another\nroute now matches first; not an update) and the "
+    "number unchanged. Both\ndocuments must be valid (strict).\n"
     "\n"
     "options:\n"
     "  --json       print one JSON object: added, removed, updated, "
-    "unchanged\n"
+    "reordered,\n               unchanged\n"
     "  --requests FILE  replay recorded requests through both instead "
     "(see\n"
     "               switchyard diff --requests - --help)\n"
@@ -946,6 +947,10 @@ int sy_cli_diff(int argc, char **argv) {
                                              cJSON_CreateString(part_names[k]));
                 cJSON_AddItemToArray(upd, e);
             }
+            cJSON *ro = cJSON_AddArrayToObject(o, "reordered");
+            for (size_t i = 0; i < sy_diff_reordered_count(d); i++)
+                cJSON_AddItemToArray(
+                    ro, cJSON_CreateString(sy_diff_reordered(d, i)));
             cJSON_AddNumberToObject(o, "unchanged",
                                     (double)sy_diff_unchanged_count(d));
             char *text = cJSON_PrintUnformatted(o);
@@ -969,6 +974,8 @@ int sy_cli_diff(int argc, char **argv) {
                     }
                 printf(")\n");
             }
+            for (size_t i = 0; i < sy_diff_reordered_count(d); i++)
+                printf("^ %s (reordered)\n", sy_diff_reordered(d, i));
             printf("%zu unchanged\n", sy_diff_unchanged_count(d));
         }
     }

@@ -667,7 +667,8 @@ void gw_admin_dry_run(httpd_conn *c, const char *source, const char *body,
                 gw_buf_adds(&b, k++ ? "," : "");
                 gw_buf_json_str(&b, sy_route_id(r), strlen(sy_route_id(r)));
             }
-            gw_buf_adds(&b, "],\"removed\":[],\"updated\":[]}");
+            gw_buf_adds(&b,
+                        "],\"removed\":[],\"updated\":[],\"reordered\":[]}");
             sy_snapshot_release(s);
         }
         /* a file's source: previewed (what changing the file would do),

@@ -116,6 +116,8 @@ void gw_report_part_json(gw_buf *b, const sy_report *p) {
         ids_json(b, "added", sy_diff_added_count(d), sy_diff_added, d);
         ids_json(b, "removed", sy_diff_removed_count(d), sy_diff_removed, d);
         ids_json(b, "updated", sy_diff_updated_count(d), updated_at, d);
+        ids_json(b, "reordered", sy_diff_reordered_count(d), sy_diff_reordered,
+                 d);
     }
     static const struct {
         const char *key;

@@ -24,7 +24,7 @@ same "text diff of the example gateway" "- legacy-docs
 3 unchanged" "$("$bin" diff "$r/gateway.json" "$r/gateway-v2.json")"
 
 same "json diff of the example gateway" \
-    '{"added":[],"removed":["legacy-docs","maintenance"],"updated":[{"id":"orders-write","changed":["predicates"]},{"id":"search-new","changed":["predicates"]},{"id":"search-old","changed":["predicates"]}],"unchanged":3}' \
+    '{"added":[],"removed":["legacy-docs","maintenance"],"updated":[{"id":"orders-write","changed":["predicates"]},{"id":"search-new","changed":["predicates"]},{"id":"search-old","changed":["predicates"]}],"reordered":[],"unchanged":3}' \
     "$("$bin" diff --json "$r/gateway.json" "$r/gateway-v2.json")"
 
 cat >"$tmp/a.json" <<'JSON'
@@ -45,10 +45,10 @@ cat >"$tmp/a2.json" <<'JSON'
  {"id":"gone","uri":"http://g"}]
 JSON
 same "every part of a route can change" \
-    '{"added":["new"],"removed":["gone"],"updated":[{"id":"r","changed":["filters","uri","metadata","order"]}],"unchanged":0}' \
+    '{"added":["new"],"removed":["gone"],"updated":[{"id":"r","changed":["filters","uri","metadata","order"]}],"reordered":[],"unchanged":0}' \
     "$("$bin" diff --json "$tmp/a.json" "$tmp/b.json")"
 same "the same routes spelled differently are unchanged" \
-    '{"added":[],"removed":[],"updated":[],"unchanged":2}' \
+    '{"added":[],"removed":[],"updated":[],"reordered":[],"unchanged":2}' \
     "$("$bin" diff --json "$tmp/a.json" "$tmp/a2.json")"
 "$bin" diff "$tmp/a.json" >/dev/null 2>&1
 same "one file is a usage error" 2 "$?"

@@ -321,6 +321,8 @@ def body(procs, c):
     dr = json.loads(data)
     c.eq((dr["dry_run"], dr["diff"]["removed"]), (True, ["echo"]),
          "dry run: the diff")
+    c.eq((dr["diff"]["updated"], dr["diff"]["reordered"]), ([], ["users"]),
+         "dry run: users moved ahead of api is reordered, not updated")
     imp = dr["impact"]
     c.eq(imp["requests"], 5, "dry run replays the last requests")
     moved = {(x["url"], x["old_route"], x["new_route"])
@@ -357,6 +359,14 @@ def body(procs, c):
     c.eq([(x["route"], x["shadowed_by"]) for x in json.loads(data)["shadowed"]],
          [("users", ["api"]), ("late", ["echo"])],
          "a dry run names the routes the change would leave unreachable")
+    # a document that only moves a route's rank shows in the diff
+    docr = json.loads(routes_doc(bport, "5"))
+    docr["routes"] = [docr["routes"][2]] + docr["routes"][:2]  # echo first
+    st, _, data = gw.admin_call("PUT", "/routes/ops?dry_run=1", docr)
+    d = json.loads(data)["diff"]
+    c.eq((st, d["added"], d["removed"], d["updated"], d["reordered"]),
+         (200, [], [], [], ["echo"]),
+         "a reorder-only dry run names the moved route (reordered)")
     # a misspelt dry run, or one of another change, must not change
     # anything (the source is a file's, so check the answers too)
     for path in ("/routes/ops?dry_run", "/routes/ops?dryRun=1",

@@ -804,12 +804,13 @@ _DIFF_HELP = (
     "usage: switchyard diff [--json] OLD NEW\n"
     "Compare two route documents by route id and meaning: routes added, "
     "removed,\nupdated (with the parts that changed: predicates, filters, "
-    "uri, metadata,\norder) and the number unchanged. Both documents must "
-    "be valid (strict).\n"
+    "uri, metadata,\norder), reordered (kept routes whose rank moved past "
+    "another: another\nroute now matches first; not an update) and the "
+    "number unchanged. Both\ndocuments must be valid (strict).\n"
     "\n"
     "options:\n"
     "  --json       print one JSON object: added, removed, updated, "
-    "unchanged\n"
+    "reordered,\n               unchanged\n"
     "  --requests FILE  replay recorded requests through both instead "
     "(see\n"
     "               switchyard diff --requests - --help)\n"
@@ -906,6 +907,8 @@ def _diff(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
         out.write(f"- {rid}\n")
     for rid, changed in d.updated:
         out.write(f"~ {rid} ({', '.join(Changed(changed).names())})\n")
+    for rid in d.reordered:
+        out.write(f"^ {rid} (reordered)\n")
     out.write(f"{d.unchanged} unchanged\n")
     return EXIT_OK
 

@@ -411,8 +411,10 @@ def diff_from_c(d: Any) -> Diff:
     for i in range(lib.sy_diff_updated_count(d)):
         rid = text(lib.sy_diff_updated(d, i, bits))
         updated.append((rid, Changed(int(bits[0]))))
+    reordered = tuple(text(lib.sy_diff_reordered(d, i))
+                      for i in range(lib.sy_diff_reordered_count(d)))
     return Diff(added, removed, tuple(updated),
-                int(lib.sy_diff_unchanged_count(d)))
+                int(lib.sy_diff_unchanged_count(d)), reordered)
 
 
 def _ids(count: Callable[[Any], int], at: Callable[[Any, int], Any],

@@ -515,6 +515,9 @@ class Diff:
     removed: Tuple[str, ...]
     updated: Tuple[Tuple[str, Changed], ...]
     unchanged: int
+    # kept routes whose rank moved past another (not updated: same
+    # definition, another route now matches first); new rank order
+    reordered: Tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape of ``switchyard diff --json``."""
@@ -523,11 +526,13 @@ class Diff:
             "removed": list(self.removed),
             "updated": [{"id": rid, "changed": list(changed.names())}
                         for rid, changed in self.updated],
+            "reordered": list(self.reordered),
             "unchanged": self.unchanged,
         }
 
     def __bool__(self) -> bool:
-        return bool(self.added or self.removed or self.updated)
+        return bool(self.added or self.removed or self.updated or
+                    self.reordered)
 
 
 @dataclass(frozen=True)

@@ -304,7 +304,7 @@ def test_diff(files):
     rc, out, _ = run("diff", "--json", a, b)
     assert json.loads(out) == {"added": ["new"], "removed": ["docs"],
                                "updated": [{"id": "orders", "changed": ["uri", "order"]}],
-                               "unchanged": 4}
+                               "reordered": [], "unchanged": 4}
     rc, _, err = run("diff", a)
     assert rc == 2 and "usage: switchyard diff" in err
     rc, _, err = run("diff", a, str(files / "syntax.json"))
@@ -581,3 +581,31 @@ def test_diff_requests_skips_the_access_logs_unrouted_lines(tmp_path):
     assert "1 of 1 request re-routed" in py.stdout
     assert py.stderr == ("unrouted.log: 2 lines without a request skipped "
                          "(first: line 2)\n")
+
+
+@pytest.mark.parametrize("argv", [
+    ["diff", "old.json", "new.json"],
+    ["diff", "--json", "old.json", "new.json"],
+    ["diff", "--help"],
+])
+def test_diff_reorder_as_the_c_tool(tmp_path, argv):
+    """A document that only moves routes' ranks: both tools name the moved
+    route (reordered, not updated) in the same words."""
+    import json as _json
+    old = [{"id": i, "uri": f"http://{i}:80"} for i in "abcd"]
+    new = [old[3], old[0], old[1], old[2]]
+    (tmp_path / "old.json").write_text(_json.dumps(old))
+    (tmp_path / "new.json").write_text(_json.dumps(new))
+    c = subprocess.run([C_TOOL, *argv], cwd=tmp_path, capture_output=True,
+                       text=True)
+    py = subprocess.run([sys.executable, "-m", "switchyard", *argv],
+                        cwd=tmp_path, capture_output=True, text=True,
+                        env=_env())
+    assert (py.returncode, py.stdout, py.stderr) == \
+        (c.returncode, c.stdout, c.stderr)
+    if argv[1] == "--json":
+        assert _json.loads(c.stdout) == {
+            "added": [], "removed": [], "updated": [], "reordered": ["d"],
+            "unchanged": 4}
+    elif argv[1] != "--help":
+        assert c.stdout == "^ d (reordered)\n4 unchanged\n"

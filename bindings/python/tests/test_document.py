@@ -165,7 +165,7 @@ def test_diff_documents(gateway):
     assert bool(d)
     assert d.to_dict() == {"added": ["new"], "removed": ["docs"],
                            "updated": [{"id": "orders", "changed": ["uri", "order"]}],
-                           "unchanged": d.unchanged}
+                           "reordered": [], "unchanged": d.unchanged}
 
 
 def test_diff_accepts_json_and_identical_documents_are_empty(gateway):

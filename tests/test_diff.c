@@ -160,12 +160,21 @@ END_TEST
 
 #define R(id) "{\"id\":\"" id "\",\"uri\":\"http://" id ":80\"}"
 
+/* The router's last INFO line (the apply's summary). */
+static char last_info[512];
+static void keep_info(void *data, sy_log_level level, const char *message) {
+    (void)data;
+    if (level == SY_LOG_INFO)
+        snprintf(last_info, sizeof last_info, "%s", message);
+}
+
 /* The diff of v1 -> v2 three ways: documents, snapshots, apply report. */
 static void three_diffs(const char *v1, const char *v2, sy_diff *out[3],
                         sy_report **rep, bool lenient) {
     out[0] = lenient ? NULL : diff_of(v1, v2); /* strict: v2 has an error */
     sy_router_options o = SY_ROUTER_OPTIONS_INIT;
     o.lenient = lenient;
+    o.on_log = keep_info;
     sy_router *r;
     ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
     ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
@@ -203,6 +212,9 @@ START_TEST(a_reorder_only_is_reported_reordered_not_updated) {
         ck_assert_str_eq(sy_diff_reordered(d[i], 0), "d");
         ck_assert_ptr_null(sy_diff_reordered(d[i], 1));
     }
+    ck_assert_msg(strstr(last_info, "0 added, 0 updated, 0 removed, "
+                                    "4 unchanged, 1 reordered"),
+                  "the apply's log line: %s", last_info);
     free_three(d, rep);
     /* two swapped pairs: one of each pair, in new rank order */
     three_diffs("[" R("a") "," R("b") "," R("c") "," R("d") "]",

@@ -308,10 +308,11 @@ static void log_part(sy_router *r, const sy_report *p) {
         sy__router_log(
             r, SY_LOG_INFO,
             "source %s: version %s: %zu added, %zu updated, %zu "
-            "removed, %zu unchanged (generation %llu)",
+            "removed, %zu unchanged, %zu reordered (generation %llu)",
             p->source, p->version ? p->version : "-",
             sy_diff_added_count(p->diff), sy_diff_updated_count(p->diff),
             sy_diff_removed_count(p->diff), sy_diff_unchanged_count(p->diff),
+            sy_diff_reordered_count(p->diff),
             (unsigned long long)p->generation);
 }
 

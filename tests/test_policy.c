@@ -26,19 +26,31 @@ typedef struct fix {
     sy_header hdr[4];
 } fix;
 
-static sy_router *router_with(const char *doc, sy_policy_store *store,
-                              const char *const *runs) {
+/* A router of options o with doc applied to its source "s". */
+static sy_router *router_opts(const char *doc, const sy_router_options *o) {
     sy_router *r;
-    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
-    o.policy_store = store;
-    o.host_runs = runs;
-    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
+    ck_assert_int_eq(sy_router_new(o, &r, NULL), 0);
     ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
     sy_error e;
     if (doc)
         ck_assert_msg(sy_router_apply(r, "s", doc, strlen(doc), NULL, &e) == 0,
                       "%s: %s", e.path, e.message);
     return r;
+}
+
+static sy_router *router_with(const char *doc, sy_policy_store *store,
+                              const char *const *runs) {
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.policy_store = store;
+    o.host_runs = runs;
+    return router_opts(doc, &o);
+}
+
+/* The same with host-registered key resolvers (reg). */
+static sy_router *router_reg(const char *doc, const sy_registry *reg) {
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.registry = reg;
+    return router_opts(doc, &o);
 }
 
 static void fix_open(fix *f, sy_router *r) {
@@ -336,12 +348,7 @@ START_TEST(keys_past_the_key_limit_have_their_own_buckets) {
     const char *doc = RL_ROUTE("\"redis-rate-limiter.replenishRate\":\"1\","
                                "\"redis-rate-limiter.burstCapacity\":\"1\","
                                "\"key-resolver\":\"#{@longKeyResolver}\"");
-    sy_router *r;
-    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
-    o.registry = reg;
-    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
-    ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
-    ck_assert_int_eq(sy_router_apply(r, "s", doc, strlen(doc), NULL, NULL), 0);
+    sy_router *r = router_reg(doc, reg);
     fix_open(&f, r);
     h = (sy_header){{"X", 1}, {"1", 1}};
     f.req.headers = &h;
@@ -426,12 +433,7 @@ START_TEST(a_registered_resolver_is_accepted_and_used) {
         sy_registry_add_key_resolver(reg, "hostKeyResolver", &kr, NULL),
         SY_EEXIST);
     parses(doc, reg);
-    sy_router *r;
-    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
-    o.registry = reg;
-    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
-    ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
-    ck_assert_int_eq(sy_router_apply(r, "s", doc, strlen(doc), NULL, NULL), 0);
+    sy_router *r = router_reg(doc, reg);
     fix f;
     fix_open(&f, r);
     sy_ratelimit rl = limit(&f, "/rl/a", T0);

@@ -21,9 +21,16 @@
 #define SW_DEFAULT_ZONE_SIZE (32 * 1024 * 1024)
 
 /* What a stored document is. One entry per (kind, name) for the first
- * two kinds, one per route id for the last two (the newest change of a
- * route wins); a routes document for a source supersedes the stored route
- * changes of that source (the library replaces upserted routes too). */
+ * two kinds, one per (source, route id) for the last two (the newest
+ * change of a route in a source wins: sw_doc_same_key); a routes document
+ * for a source supersedes the stored route changes of that source (the
+ * library replaces upserted routes too). Keyed by id alone, DELETE
+ * /routes/S1/R then PUT /routes/S2/R kept only the PUT, and a worker that
+ * replayed it still had S1's R (its file's) beside S2's. Route ids are
+ * unique per router (the library refuses R in two sources at once), so a
+ * route id has at most one upsert among its stored changes that the
+ * replay finds in force; the removals of other sources are replayed only
+ * while their source holds the route (sw_stage_doc). */
 typedef enum {
     SW_DOC_ROUTES = 0,      /* name: source; data: routes document */
     SW_DOC_INSTANCES = 1,   /* name: service; data: instances list */
@@ -209,7 +216,21 @@ typedef struct {
     char last_error[520];
 } sw_slot_t;
 
+/* The zone's format: "SWZONE" and a version, the first word of sw_shm_t
+ * (with the sizes of sw_shm_t and sw_shm_doc_t after it). A zone nginx
+ * keeps across a reload is attached only when all three match this
+ * build's (sw_zone_format_why); bump the version with any change of the
+ * zone's structures that keeps their sizes. A zone of the modules before
+ * (version 1, unversioned) starts with its generation, a counter that
+ * never reads as SW_ZONE_MAGIC. */
+#define SW_ZONE_MAGIC 0x53575a4f4e450000ULL /* "SWZONE\0\0" */
+#define SW_ZONE_VERSION 2
+#define SW_ZONE_FORMAT (SW_ZONE_MAGIC | SW_ZONE_VERSION)
+
 typedef struct {
+    uint64_t format;         /* SW_ZONE_FORMAT */
+    uint32_t shm_size;       /* sizeof(sw_shm_t) */
+    uint32_t doc_size;       /* sizeof(sw_shm_doc_t) */
     ngx_atomic_t generation; /* bumped by every stored document */
     ngx_atomic_t epoch;      /* bumped by every (re)load of the config */
     sw_shm_doc_t *docs;
@@ -246,6 +267,21 @@ typedef struct {
 } sw_doc_copy_t;
 
 ngx_int_t sw_zone_init(ngx_shm_zone_t *zone, void *data);
+/* Why a zone's header (the first bytes of its sw_shm_t) is not this
+ * build's format (a zone kept across a reload that loaded a module of
+ * another format), or NULL when it is. */
+static ngx_inline const char *sw_zone_format_why(const sw_shm_t *sh) {
+    if (sh == NULL)
+        return "it holds no switchyard header";
+    if ((sh->format & ~0xffffULL) != SW_ZONE_MAGIC)
+        return "it has no format stamp (a module before zone format 2)";
+    if (sh->format != SW_ZONE_FORMAT)
+        return "its format version is not this module's";
+    if (sh->shm_size != sizeof(sw_shm_t) ||
+        sh->doc_size != sizeof(sw_shm_doc_t))
+        return "its structures' sizes are not this module's";
+    return NULL;
+}
 /* The least switchyard_zone accepts. */
 size_t sw_zone_min_size(void);
 #define SW_HASH_INIT 0xcbf29ce484222325ULL
@@ -299,6 +335,11 @@ sw_shm_doc_t *sw_zone_prepare_locked(sw_zone_ctx_t *z, ngx_uint_t kind,
                                      ngx_str_t *name, ngx_str_t *source,
                                      size_t len);
 uint64_t sw_zone_link_locked(sw_zone_ctx_t *z, sw_shm_doc_t *d);
+/* Is o the stored document of that key (what a new one replaces)? Route
+ * changes (SW_IS_ROUTE_OP: an upsert and a removal are one key) by
+ * (source, id), the other kinds by (kind, name). */
+bool sw_doc_same_key(const sw_shm_doc_t *o, ngx_uint_t kind, ngx_str_t *name,
+                     ngx_str_t *source);
 /* The replay order and flags of a route upsert before its link: in_place,
  * the route was in its source when the change was taken. */
 void sw_zone_route_order_locked(sw_zone_ctx_t *z, sw_shm_doc_t *d,

@@ -586,6 +586,18 @@ static sw_shm_doc_t *sw_change_commit_locked(ngx_http_request_t *r,
         c->rc = sw_check_body(a, doc->data, c->len, &c->err);
     if (c->rc == 0 && a->kind == SW_DOC_ROUTE)
         in_place = sw_route_in_source(c->name, &a->source);
+    /* the route must still live in that source once caught up (the
+     * library removes by id: another worker may have moved it since the
+     * request's check) */
+    if (c->rc == 0 && a->kind == SW_DOC_ROUTE_REMOVE &&
+        !sw_route_in_source(c->name, &a->source)) {
+        c->rc = SY_ENOTFOUND;
+        ngx_memzero(&c->err, sizeof c->err);
+        c->err.code = c->rc;
+        ngx_cpystrn((u_char *)c->err.message,
+                    (u_char *)"no such route in this source",
+                    sizeof c->err.message);
+    }
     if (c->rc == 0) {
         c->rc = sw_worker_apply(a->kind, c->name, c->source, (char *)doc->data,
                                 c->len, &c->err);

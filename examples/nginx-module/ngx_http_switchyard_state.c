@@ -11,12 +11,20 @@
  * another nginx wrote into it (the old workers of a binary upgrade, which
  * serve alongside the new ones until WINCH). Text header lines with the
  * byte counts, then the raw bytes:
- *   switchyard-state 1 <generation>
+ *   switchyard-state <version> <generation>
  *   doc <kind> <base hex> <name bytes> <source bytes> <data bytes> <us>
  *       <flags> (SW_DOC_INSERTED, SW_DOC_INSERT_NOW; absent in files
  *       written before them)
  *   <name><source><data>
  *   end
+ * Version 2: route changes are keyed by (source, id), so the file may
+ * hold two of one route id (a removal from one source, an upsert into
+ * another). Version 1 (the modules before): keyed by id alone, a reader
+ * of version 1 would keep only the last of the two. A file is written as
+ * version 1 when no route id has changes in two sources (what those
+ * modules read right: a binary upgrade's old generation follows it), as 2
+ * otherwise (which they refuse, logged, rather than misread). Both are
+ * read; another version is refused, naming the file and the line.
  */
 #include "ngx_http_switchyard.h"
 
@@ -94,6 +102,21 @@ void sw_state_unlock(ngx_fd_t fd) {
         ngx_close_file(fd); /* releases the flock */
 }
 
+/* The version a file of the zone's documents is written as: 2 when a
+ * route id has changes stored for two sources (a version 1 reader keys
+ * them by id and would keep one), 1 otherwise. */
+static ngx_uint_t sw_state_version_locked(sw_zone_ctx_t *z) {
+    for (sw_shm_doc_t *d = z->sh->docs; d; d = d->next) {
+        if (!SW_IS_ROUTE_OP(d->kind))
+            continue;
+        for (sw_shm_doc_t *o = d->next; o; o = o->next)
+            if (SW_IS_ROUTE_OP(o->kind) && o->name_len == d->name_len &&
+                ngx_memcmp(o->name, d->name, d->name_len) == 0)
+                return 2; /* another source: one key per (source, id) */
+    }
+    return 1;
+}
+
 ngx_int_t sw_state_write_locked(sw_zone_ctx_t *z, sw_main_conf_t *mcf,
                                 ngx_log_t *log) {
     u_char tmp[NGX_MAX_PATH + 8], line[256], *e;
@@ -120,7 +143,8 @@ ngx_int_t sw_state_write_locked(sw_zone_ctx_t *z, sw_main_conf_t *mcf,
                       tmp);
         return NGX_ERROR;
     }
-    e = ngx_sprintf(line, "switchyard-state 1 %uL\n", z->sh->generation);
+    e = ngx_sprintf(line, "switchyard-state %ui %uL\n",
+                    sw_state_version_locked(z), z->sh->generation);
     rc = sw_write_all(fd, line, e - line);
     /* in replay order (sw_shm_doc_t.order, then seq): a reader links
      * them in this order, so its seq is their replay order */
@@ -243,34 +267,61 @@ static u_char *sw_state_load(sw_main_conf_t *mcf, ngx_log_t *log,
     return buf;
 }
 
-/* Does the zone hold this change of (kind, name), or a later one? */
+/* Does the zone hold this change of its key (sw_doc_same_key), or a
+ * later one? */
 static bool sw_state_held_locked(sw_zone_ctx_t *z, ngx_uint_t kind,
-                                 ngx_str_t *name, uint64_t changed_us) {
+                                 ngx_str_t *name, ngx_str_t *source,
+                                 uint64_t changed_us) {
     for (sw_shm_doc_t *d = z->sh->docs; d; d = d->next)
-        if ((d->kind == kind ||
-             (SW_IS_ROUTE_OP(d->kind) && SW_IS_ROUTE_OP(kind))) &&
-            d->name_len == name->len &&
-            ngx_memcmp(d->name, name->data, name->len) == 0)
+        if (sw_doc_same_key(d, kind, name, source))
             return d->changed_us >= changed_us;
     return false;
 }
 
+/* Why a state file is not read (whole), and where: its line (1: the
+ * header). */
+typedef struct {
+    const char *why;
+    ngx_uint_t line;
+    ngx_uint_t version;
+} sw_state_bad_t;
+
+static ngx_int_t sw_state_bad(sw_state_bad_t *bad, const u_char *buf,
+                              const u_char *at, const char *why) {
+    bad->why = why;
+    bad->line = 1;
+    for (const u_char *q = buf; q < at; q++)
+        bad->line += *q == '\n';
+    return -1;
+}
+
 /* Link the file's documents into the zone (only the ones it does not hold
- * when `only_new`); the count linked, or -1 for a damaged file. */
+ * when `only_new`); the count linked, or -1 for a file of another version
+ * or a damaged one (*bad says why and where). */
 static ngx_int_t sw_state_apply_locked(sw_zone_ctx_t *z, sw_main_conf_t *mcf,
                                        u_char *buf, size_t size, bool only_new,
-                                       ngx_log_t *log) {
+                                       sw_state_bad_t *bad, ngx_log_t *log) {
     u_char *p = (u_char *)ngx_strchr(buf, '\n'), *end = buf + size;
     ngx_int_t count = 0;
+    unsigned version = 0;
+    int at = 0;
 
-    if (ngx_strncmp(buf, "switchyard-state 1 ", 19) != 0 || p == NULL)
-        return -1;
+    if (p == NULL ||
+        sscanf((char *)buf, "switchyard-state %u %*u%n", &version, &at) != 1 ||
+        buf + at != p)
+        return sw_state_bad(bad, buf, buf,
+                            "not a switchyard state file (its first line is "
+                            "not \"switchyard-state VERSION GENERATION\")");
+    bad->version = version;
+    if (version != 1 && version != 2)
+        return sw_state_bad(bad, buf, buf,
+                            "a state file of another version (this module "
+                            "reads versions 1 and 2)");
     p++;
     while (p < end && ngx_strncmp(p, "doc ", 4) == 0) {
         unsigned kind;
         unsigned long long base, changed;
         size_t nl, sl, dl;
-        int at = 0;
         ngx_int_t iflags = 0;
         u_char *eol = (u_char *)ngx_strchr(p, '\n');
         if (eol == NULL ||
@@ -285,10 +336,11 @@ static ngx_int_t sw_state_apply_locked(sw_zone_ctx_t *z, sw_main_conf_t *mcf,
                   NGX_ERROR)) ||
             kind > SW_DOC_ROUTE_REMOVE || nl == 0 || nl > 255 || sl > 255 ||
             (size_t)(end - eol - 1) < nl + sl + dl + 1)
-            return -1;
+            return sw_state_bad(bad, buf, p, "a damaged document line");
         p = eol + 1;
         ngx_str_t name = {nl, p}, source = {sl, p + nl};
-        if (!only_new || !sw_state_held_locked(z, kind, &name, changed)) {
+        if (!only_new ||
+            !sw_state_held_locked(z, kind, &name, &source, changed)) {
             sw_shm_doc_t *d =
                 sw_zone_prepare_locked(z, kind, &name, &source, dl);
             if (d == NULL) {
@@ -314,10 +366,30 @@ static ngx_int_t sw_state_apply_locked(sw_zone_ctx_t *z, sw_main_conf_t *mcf,
         }
         p += nl + sl + dl + 1;
     }
-    return p < end && ngx_strncmp(p, "end\n", 4) != 0 ? -1 : count;
+    if (p < end && ngx_strncmp(p, "end\n", 4) != 0)
+        return sw_state_bad(bad, buf, p, "neither a document nor \"end\"");
+    return count;
+}
+
+static void sw_state_refused(sw_main_conf_t *mcf, const sw_state_bad_t *bad,
+                             ngx_log_t *log) {
+    const char *so =
+        bad->line == 1 ? "the file is not read" : "what follows is not read";
+
+    if (bad->line == 1 && bad->version > 2) {
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "switchyard: state file \"%V\", line 1: version %ui, %s: "
+                      "%s",
+                      &mcf->state_path, bad->version, bad->why, so);
+    } else {
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "switchyard: state file \"%V\", line %ui: %s: %s",
+                      &mcf->state_path, bad->line, bad->why, so);
+    }
 }
 
 void sw_state_read(sw_zone_ctx_t *z, sw_main_conf_t *mcf, ngx_log_t *log) {
+    sw_state_bad_t bad = {NULL, 0, 0};
     u_char *buf;
     size_t size;
     ngx_int_t n;
@@ -328,15 +400,12 @@ void sw_state_read(sw_zone_ctx_t *z, sw_main_conf_t *mcf, ngx_log_t *log) {
     if (buf == NULL)
         return;
     ngx_shmtx_lock(&z->shpool->mutex);
-    n = sw_state_apply_locked(z, mcf, buf, size, false, log);
+    n = sw_state_apply_locked(z, mcf, buf, size, false, &bad, log);
     sw_state_stamp(z->sh, (char *)mcf->state_path.data);
     ngx_shmtx_unlock(&z->shpool->mutex);
     free(buf);
     if (n < 0) {
-        ngx_log_error(NGX_LOG_ERR, log, 0,
-                      "switchyard: state file \"%V\" is damaged: what "
-                      "follows the damage is ignored",
-                      &mcf->state_path);
+        sw_state_refused(mcf, &bad, log);
     } else if (n > 0) {
         ngx_log_error(NGX_LOG_NOTICE, log, 0,
                       "switchyard: %i stored documents read from \"%V\"", n,
@@ -345,6 +414,7 @@ void sw_state_read(sw_zone_ctx_t *z, sw_main_conf_t *mcf, ngx_log_t *log) {
 }
 
 ngx_int_t sw_state_follow_locked(ngx_log_t *log) {
+    sw_state_bad_t bad = {NULL, 0, 0};
     sw_main_conf_t *mcf = sw_worker.mcf;
     sw_zone_ctx_t *z = sw_worker.zone;
     u_char *buf;
@@ -358,9 +428,13 @@ ngx_int_t sw_state_follow_locked(ngx_log_t *log) {
     buf = sw_state_load(mcf, log, &size);
     if (buf == NULL)
         return 0;
-    n = sw_state_apply_locked(z, mcf, buf, size, true, log);
+    n = sw_state_apply_locked(z, mcf, buf, size, true, &bad, log);
     sw_state_stamp(z->sh, (char *)mcf->state_path.data);
     free(buf);
+    /* said once per file written (the stamp): what another nginx wrote
+     * and this one cannot read */
+    if (n < 0)
+        sw_state_refused(mcf, &bad, log);
     if (n > 0)
         ngx_log_error(NGX_LOG_NOTICE, log, 0,
                       "switchyard: %i changes taken from the state file "

@@ -203,11 +203,20 @@ static bool sw_route_held(const char *id, const char *source) {
  * is the generation of the insert) while this worker still holds a route
  * of that id from before (its file's, or one removed since) removes that
  * one first (in the same source), so the route goes to the end of its
- * source as it did live, not to the old one's rank position. */
+ * source as it did live, not to the old one's rank position. A removal
+ * from a source that does not hold the route (`replaced`: a routes
+ * document of that source is staged before it on this change set, whose
+ * routes this worker does not know yet) stages nothing: the library
+ * removes by id, and the route of that id is another source's now (a
+ * removal of S2's R kept beside a later PUT of R into S1: route changes
+ * are stored per (source, id)) or gone already. */
 static int sw_stage_doc(sy_change_set *cs, ngx_uint_t kind, const char *name,
                         const char *source, const char *data, size_t len,
                         uint64_t order, ngx_uint_t flags, uint64_t gen,
-                        sy_error *err) {
+                        bool replaced, sy_error *err) {
+    if (kind == SW_DOC_ROUTE_REMOVE && !replaced &&
+        !sw_route_held(name, source))
+        return SY_OK;
     if (kind == SW_DOC_ROUTE && (flags & SW_DOC_INSERTED) && order > gen &&
         sw_route_held(name, source)) {
         int rc = sy_change_set_remove_route(cs, name, err);
@@ -284,11 +293,24 @@ static void sw_log_doc_error(ngx_log_t *log, const sw_doc_copy_t *d,
 }
 
 /* A removal whose route is not there asks for what already holds: the
- * route was removed, or the zone's newest change of that route id (the
- * only one it keeps) is this removal and replaced the upsert before this
- * worker applied it. Not an error. */
+ * route was removed, or the zone's newest change of that route in that
+ * source (the only one it keeps) is this removal and replaced the upsert
+ * before this worker applied it. Not an error (sw_stage_doc stages none
+ * unless a routes document staged before it may hold the route). */
 static bool sw_already_holds(const sw_doc_copy_t *d, int rc) {
     return rc == SY_ENOTFOUND && d->kind == SW_DOC_ROUTE_REMOVE;
+}
+
+/* Is a routes document of the source of route change i staged before it
+ * (docs sorted by order)? */
+static bool sw_copy_replaced(const sw_doc_copy_t *docs, size_t i) {
+    if (docs[i].kind != SW_DOC_ROUTE_REMOVE)
+        return false;
+    for (size_t k = 0; k < i; k++)
+        if (docs[k].kind == SW_DOC_ROUTES &&
+            strcmp(docs[k].name, docs[i].source) == 0)
+            return true;
+    return false;
 }
 
 /* One copied document on its own change set, staged as a worker at
@@ -299,7 +321,7 @@ static int sw_apply_doc(const sw_doc_copy_t *d, uint64_t gen, sy_error *err) {
     if (rc)
         return rc;
     rc = sw_stage_doc(cs, d->kind, d->name, d->source, d->data, d->len,
-                      d->order, d->flags, gen, err);
+                      d->order, d->flags, gen, false, err);
     if (rc == 0)
         rc = sy_router_commit(sw_worker.router, cs, NULL, err);
     sy_change_set_free(cs);
@@ -325,7 +347,7 @@ static int sw_apply_docs(const sw_doc_copy_t *docs, size_t n, uint64_t gen,
     for (size_t i = 0; i < n && rc == 0; i++)
         rc = sw_stage_doc(cs, docs[i].kind, docs[i].name, docs[i].source,
                           docs[i].data, docs[i].len, docs[i].order,
-                          docs[i].flags, gen, err);
+                          docs[i].flags, gen, sw_copy_replaced(docs, i), err);
     if (rc == 0)
         rc = sy_router_commit(sw_worker.router, cs, NULL, err);
     sy_change_set_free(cs);
@@ -562,6 +584,17 @@ static int sw_doc_ptr_cmp(const void *a, const void *b) {
     return x->order < y->order ? -1 : x->order > y->order;
 }
 
+/* sw_copy_replaced for documents in the zone. */
+static bool sw_shm_replaced(sw_shm_doc_t *const *v, size_t i) {
+    if (v[i]->kind != SW_DOC_ROUTE_REMOVE)
+        return false;
+    for (size_t k = 0; k < i; k++)
+        if (v[k]->kind == SW_DOC_ROUTES && v[k]->name_len == v[i]->source_len &&
+            ngx_memcmp(v[k]->name, v[i]->source, v[i]->source_len) == 0)
+            return true;
+    return false;
+}
+
 static void sw_cstr_n(char *dst, size_t cap, const u_char *p, size_t len) {
     size_t n = ngx_min(len, cap - 1);
     ngx_memcpy(dst, p, n);
@@ -613,9 +646,10 @@ static ngx_int_t sw_follow_from_zone(bool locked, uint64_t *gen, size_t *n,
         for (size_t i = 0; i < *n && *rc == 0; i++) {
             sw_cstr_n(name, sizeof name, v[i]->name, v[i]->name_len);
             sw_cstr_n(source, sizeof source, v[i]->source, v[i]->source_len);
-            *rc = sw_stage_doc(cs, v[i]->kind, name, source, (char *)v[i]->data,
-                               v[i]->len, v[i]->order, v[i]->flags,
-                               sw_worker.generation, err);
+            *rc =
+                sw_stage_doc(cs, v[i]->kind, name, source, (char *)v[i]->data,
+                             v[i]->len, v[i]->order, v[i]->flags,
+                             sw_worker.generation, sw_shm_replaced(v, i), err);
         }
     }
     if (!locked)

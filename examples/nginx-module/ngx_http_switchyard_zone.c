@@ -42,11 +42,12 @@ uint64_t sw_doc_base(sw_main_conf_t *mcf, ngx_uint_t kind, ngx_str_t *source) {
  * switchyard_zone: nginx keeps a zone only at the same size). During a
  * reload the master still has the old cycle (ngx_cycle) and its zones
  * mapped. NULL at a start, a binary upgrade's new master or nginx -t
- * (no running configuration in this process), or when the zone was
- * kept. */
-static sw_zone_ctx_t *sw_zone_replaced(ngx_shm_zone_t *zone) {
+ * (no running configuration in this process), when the zone was kept,
+ * or when the old zone is not this build's format (logged): its
+ * documents are not read. Read through the old zone's slab pool, not its
+ * sw_zone_ctx_t (another module's struct after a module upgrade). */
+static ngx_shm_zone_t *sw_zone_replaced(ngx_shm_zone_t *zone) {
     ngx_cycle_t *old = (ngx_cycle_t *)ngx_cycle;
-    sw_zone_ctx_t *z = zone->data;
     ngx_list_part_t *part;
 
     if (old == NULL || old->shared_memory.part.elts == NULL)
@@ -54,14 +55,24 @@ static sw_zone_ctx_t *sw_zone_replaced(ngx_shm_zone_t *zone) {
     for (part = &old->shared_memory.part; part; part = part->next) {
         ngx_shm_zone_t *o = part->elts;
         for (ngx_uint_t i = 0; i < part->nelts; i++) {
-            sw_zone_ctx_t *oz = o[i].data;
-            if (&o[i] == zone || o[i].tag != zone->tag || oz == NULL ||
-                oz == z || oz->sh == NULL || oz->sh == z->sh ||
+            const char *why;
+            if (&o[i] == zone || o[i].tag != zone->tag || o[i].data == NULL ||
+                o[i].shm.addr == NULL || o[i].shm.addr == zone->shm.addr ||
                 o[i].shm.name.len != zone->shm.name.len ||
                 ngx_strncmp(o[i].shm.name.data, zone->shm.name.data,
                             zone->shm.name.len) != 0)
                 continue;
-            return oz;
+            why = sw_zone_format_why(((ngx_slab_pool_t *)o[i].shm.addr)->data);
+            if (why) {
+                ngx_log_error(NGX_LOG_WARN, zone->shm.log, 0,
+                              "switchyard: zone \"%V\" resized: the stored "
+                              "documents of the replaced zone are not "
+                              "handed over: %s (this module's zone format "
+                              "is %d)",
+                              &zone->shm.name, why, SW_ZONE_VERSION);
+                return NULL;
+            }
+            return &o[i];
         }
     }
     return NULL;
@@ -83,9 +94,11 @@ static int sw_shm_doc_cmp(const void *a, const void *b) {
  * zone has no room for is dropped, logged at error. Rate-limit buckets,
  * breakers and ejections start afresh in the new zone (logged). */
 static void sw_zone_hand_over(ngx_cycle_t *cycle, sw_zone_ctx_t *z,
-                              sw_zone_ctx_t *from) {
+                              ngx_shm_zone_t *ozone) {
     ngx_uint_t n = 0, moved = 0, k = 0;
     sw_shm_doc_t *d, **docs = NULL;
+    ngx_slab_pool_t *opool = (ngx_slab_pool_t *)ozone->shm.addr;
+    sw_zone_ctx_t of = {opool->data, opool, NULL}, *from = &of;
 
     ngx_shmtx_lock(&from->shpool->mutex);
     for (d = from->sh->docs; d; d = d->next)
@@ -132,7 +145,7 @@ static void sw_zone_hand_over(ngx_cycle_t *cycle, sw_zone_ctx_t *z,
                   "documents of zone \"%V\" (%uz bytes) handed over; rate "
                   "limits, breakers and ejections start afresh",
                   &z->mcf->zone->shm.name, moved, n, &z->mcf->zone->shm.name,
-                  from->mcf ? from->mcf->zone->shm.size : 0);
+                  ozone->shm.size);
 }
 
 /* A reload or a start with a state file: the stored documents made on a
@@ -143,7 +156,7 @@ static void sw_zone_hand_over(ngx_cycle_t *cycle, sw_zone_ctx_t *z,
  * tells the old workers to stop following the zone. */
 void sw_zone_reconcile(ngx_cycle_t *cycle, sw_main_conf_t *mcf) {
     sw_zone_ctx_t *z = mcf->zone->data;
-    sw_zone_ctx_t *from = sw_zone_replaced(mcf->zone);
+    ngx_shm_zone_t *from = sw_zone_replaced(mcf->zone);
     sw_shm_doc_t *d, **pp;
     ngx_uint_t dropped = 0;
 
@@ -242,19 +255,33 @@ static ngx_int_t sw_zone_policy_reuse(sw_zone_ctx_t *ctx,
 }
 
 ngx_int_t sw_zone_init(ngx_shm_zone_t *zone, void *data) {
-    sw_zone_ctx_t *octx = data, *ctx = zone->data;
+    sw_zone_ctx_t *ctx = zone->data;
+    const char *why;
 
-    /* a reload keeps the zone and what it stores: sw_zone_reconcile
-     * decides once the new configuration is committed */
-    if (octx) {
-        ctx->sh = octx->sh;
-        ctx->shpool = octx->shpool;
-        return sw_zone_policy_reuse(ctx, zone);
-    }
     ctx->shpool = (ngx_slab_pool_t *)zone->shm.addr;
-    if (zone->shm.exists) {
-        ctx->sh = ctx->shpool->data;
-        return sw_zone_policy_reuse(ctx, zone);
+    /* a reload keeps the zone and what it stores: sw_zone_reconcile
+     * decides once the new configuration is committed. Its header is
+     * found through the slab pool (nginx's), not the old configuration's
+     * sw_zone_ctx_t (data: the old module's), and read only when it is
+     * this build's format: a reload that loaded a module of another
+     * format would read the old one's fields at other places */
+    if (data || zone->shm.exists) {
+        why = sw_zone_format_why(ctx->shpool->data);
+        if (why == NULL) {
+            ctx->sh = ctx->shpool->data;
+            return sw_zone_policy_reuse(ctx, zone);
+        }
+        ngx_log_error(NGX_LOG_WARN, zone->shm.log, 0,
+                      "switchyard: zone \"%V\" kept by the reload is not "
+                      "read: %s (this module's zone format is %d); this "
+                      "configuration starts a new one in the same memory "
+                      "from %s, rate limits and breakers start afresh; the "
+                      "old workers keep the old one until they exit",
+                      &zone->shm.name, why, SW_ZONE_VERSION,
+                      ctx->mcf && ctx->mcf->state_path.len
+                          ? "the files and the state file"
+                          : "the files (no switchyard_state: the admin "
+                            "changes stored in it are lost)");
     }
     ctx->sh = ngx_slab_calloc(ctx->shpool, sizeof(sw_shm_t));
     if (ctx->sh == NULL) {
@@ -264,6 +291,9 @@ ngx_int_t sw_zone_init(ngx_shm_zone_t *zone, void *data) {
                       &zone->shm.name, zone->shm.size, sw_zone_min_size());
         return NGX_ERROR;
     }
+    ctx->sh->format = SW_ZONE_FORMAT;
+    ctx->sh->shm_size = sizeof(sw_shm_t);
+    ctx->sh->doc_size = sizeof(sw_shm_doc_t);
     ctx->sh->epoch = 1;
     ctx->shpool->data = ctx->sh;
     ctx->shpool->log_nomem = 0;
@@ -440,11 +470,11 @@ void sw_zone_route_order_locked(sw_zone_ctx_t *z, sw_shm_doc_t *d,
         d->flags = SW_DOC_INSERTED | SW_DOC_INSERT_NOW;
         return;
     }
+    ngx_str_t name = {d->name_len, d->name};
+    ngx_str_t source = {d->source_len, d->source};
+
     for (sw_shm_doc_t *o = z->sh->docs; o; o = o->next)
-        if (o != d && SW_IS_ROUTE_OP(o->kind) && o->name_len == d->name_len &&
-            ngx_memcmp(o->name, d->name, d->name_len) == 0 &&
-            o->source_len == d->source_len &&
-            ngx_memcmp(o->source, d->source, d->source_len) == 0) {
+        if (o != d && sw_doc_same_key(o, d->kind, &name, &source)) {
             d->order = o->order;
             d->flags = o->flags & SW_DOC_INSERTED;
             return;
@@ -455,17 +485,28 @@ void sw_zone_discard_locked(sw_zone_ctx_t *z, sw_shm_doc_t *d) {
     sw_doc_free_locked(z, d);
 }
 
+bool sw_doc_same_key(const sw_shm_doc_t *o, ngx_uint_t kind, ngx_str_t *name,
+                     ngx_str_t *source) {
+    if (SW_IS_ROUTE_OP(o->kind) != SW_IS_ROUTE_OP(kind) ||
+        (!SW_IS_ROUTE_OP(kind) && o->kind != kind) ||
+        !sw_same(o->name, o->name_len, name))
+        return false;
+    return !SW_IS_ROUTE_OP(kind) || sw_same(o->source, o->source_len, source);
+}
+
 uint64_t sw_zone_link_locked(sw_zone_ctx_t *z, sw_shm_doc_t *d) {
     sw_shm_doc_t **pp;
     ngx_str_t name = {d->name_len, d->name};
+    ngx_str_t source = {d->source_len, d->source};
 
-    /* the newest document of a (kind, name) replaces the stored one; a
-     * source's document also replaces the route changes stored for it */
+    /* the newest document of a key (sw_doc_same_key) replaces the stored
+     * one; a source's document also replaces the route changes stored for
+     * that source. A route change of another source stays: DELETE
+     * /routes/S1/R then PUT /routes/S2/R keeps both (a replaying worker
+     * removes the R of S1's file before it adds the R of S2) */
     for (pp = &z->sh->docs; *pp;) {
         sw_shm_doc_t *o = *pp;
-        if (((o->kind == d->kind ||
-              (SW_IS_ROUTE_OP(o->kind) && SW_IS_ROUTE_OP(d->kind))) &&
-             sw_same(o->name, o->name_len, &name)) ||
+        if (sw_doc_same_key(o, d->kind, &name, &source) ||
             (d->kind == SW_DOC_ROUTES && SW_IS_ROUTE_OP(o->kind) &&
              sw_same(o->source, o->source_len, &name))) {
             *pp = o->next;

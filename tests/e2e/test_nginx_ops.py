@@ -798,6 +798,139 @@ def test_binary_upgrade_without_state_file_warns(env):
           "not at warn")
 
 
+def log_size(env):
+    return os.path.getsize(os.path.join(env.dir, "error.log"))
+
+
+def log_since(env, offset):
+    with open(os.path.join(env.dir, "error.log"), "rb") as f:
+        f.seek(offset)
+        return f.read().decode(errors="replace")
+
+
+def state_header(env):
+    with open(os.path.join(env.dir, "state", "switchyard.state"), "rb") as f:
+        return f.readline().decode()
+
+
+def test_route_moved_between_sources_replays_as_live(env):
+    """Route changes are stored per (source, id): DELETE /routes/live/live
+    (the file's route) then PUT /routes/main/live keeps both, and a worker
+    that replays them (a respawn after kill -9, a reload's new workers, a
+    restart from the state file) holds the route in main only, as the
+    workers that took them live (keyed by id alone, only the PUT was kept:
+    the replaying worker also held the file's route in live, and its PUT
+    failed as a duplicate id). Moved back, the removal from main stays
+    beside the PUT into live and replays as nothing. Also: R PUT into two
+    sources at once is refused, and its DELETE from the other source is a
+    404."""
+    def delete(path, want=200):
+        r = request(env.port, "DELETE", "/switchyard/routes/" + path)
+        check(r.status == want, "DELETE %s: %d %r" % (path, r.status, r.body))
+
+    def put(path, doc, want=200):
+        r = env.put("routes/" + path, doc)
+        check(r.status == want, "PUT %s: %d %r" % (path, r.status, r.body))
+        return r
+
+    def replays(what):
+        respawn_one(env, what + ", respawn")
+        routed_by_all(env, "/live/x", want, what + ", respawn")
+        base.reload_and_wait(env)
+        routed_by_all(env, "/live/x", want, what + ", reload")
+        fp = env.converged()["workers"][0]["fingerprint"]
+        env.stop_nginx()
+        env.launch()
+        s = env.converged(timeout=10)
+        check({w["fingerprint"] for w in s["workers"]} == {fp},
+              "%s: fingerprints after a restart from the state file: %r"
+              % (what, s["workers"]))
+        routed_by_all(env, "/live/x", want, what + ", restart")
+        check(not base.crashed(env), "a worker crashed: %r"
+              % base.crashed(env))
+        said = log_since(env, start)
+        check(" not applied: " not in said and "duplicate" not in said,
+              "%s: a stored change not applied: %s" % (what, said[-1500:]))
+
+    start = log_size(env)
+    with open(os.path.join(env.dir, "live.json")) as f:
+        filed = json.load(f)["routes"][0]
+    moved = dict(filed, uri="http://127.0.0.1:%d" % env.pb)
+    routed_by_all(env, "/live/x", "A", "the file's route")
+    delete("live/live")
+    put("main/live", moved)
+    want = "B"
+    routed_by_all(env, "/live/x", want, "moved to main, live")
+    replays("moved to main")
+    docs = {(d["kind"], d.get("source"), d["name"])
+            for d in env.converged()["documents"]}
+    check({("route-remove", "live", "live"), ("route", "main", "live")}
+          <= docs, "both changes of the route not stored: %r" % docs)
+    check(state_header(env).startswith("switchyard-state 2 "),
+          "state file header %r" % state_header(env))
+    # and back: the removal from main is kept beside the PUT into live
+    delete("main/live")
+    put("live/live", filed)
+    want = "A"
+    routed_by_all(env, "/live/x", want, "moved back, live")
+    docs = {(d["kind"], d.get("source"), d["name"])
+            for d in env.converged()["documents"]}
+    check({("route-remove", "main", "live"), ("route", "live", "live")}
+          <= docs, "the changes of the route moved back: %r" % docs)
+    replays("moved back")
+    # one id in two sources at once is refused; the other source's
+    # DELETE of it is a 404 and stores nothing
+    put("main/twice", route("twice", env.pb, "/twice"))
+    r = put("live/twice", route("twice", env.pa, "/twice"), want=400)
+    check("already defined by source 'main'" in r.body.decode(),
+          "PUT into a second source: %r" % r.body)
+    delete("live/twice", want=404)
+    check(("route-remove", "live", "twice") not in
+          {(d["kind"], d.get("source"), d["name"])
+           for d in env.converged()["documents"]}, "a refused DELETE stored")
+    respawn_one(env, "one id in two sources")
+    routed_by_all(env, "/twice", "B", "one id in two sources, respawn")
+    delete("main/twice")
+
+
+def test_state_file_of_another_version_refused_at_its_line(env):
+    """A state file of a version this module does not read (3), or with
+    a damaged document line, is refused at start with its name and line:
+    nothing of it (or nothing from the damage on) is read; the files are
+    served."""
+    path = os.path.join(env.dir, "state", "switchyard.state")
+    with open(path, "rb") as f:
+        good = f.read()
+    first, rest = good.split(b"\n", 1)
+    check(re.match(rb"switchyard-state [12] \d+$", first), "header %r" % first)
+    try:
+        for text, said in (
+                (b"switchyard-state 3 9\n" + rest,
+                 'state file "%s", line 1: version 3, a state file of '
+                 'another version (this module reads versions 1 and 2): the '
+                 'file is not read' % path),
+                (first + b"\n" + rest.replace(b"doc ", b"doc x", 1),
+                 'state file "%s", line 2: a damaged document line: what '
+                 'follows is not read' % path)):
+            env.stop_nginx()
+            with open(path, "wb") as f:
+                f.write(text)
+            env.launch()
+            s = env.converged(timeout=10)
+            check(said in env.error_log(), "not said (%s): %s"
+                  % (said, env.error_log()[-800:]))
+            check(not s["documents"], "documents read: %r" % s["documents"])
+    finally:
+        env.stop_nginx()
+        with open(path, "wb") as f:
+            f.write(good)
+        env.launch()
+    env.converged(timeout=10)
+    check(re.search(r"\d+ stored documents read from", env.error_log()),
+          "the good state file not read again")
+
+
+
 TESTS = [
     test_variables_logged_for_admin_requests,
     test_unrun_filters_refused_with_location,
@@ -814,6 +947,8 @@ TESTS = [
     test_state_file_survives_restart,
     test_changed_file_wins_over_stored_changes,
     test_replayed_routes_keep_the_live_rank_order,
+    test_route_moved_between_sources_replays_as_live,
+    test_state_file_of_another_version_refused_at_its_line,
     test_two_nginx_lose_no_state_write,
     test_state_file_follower_ranks_as_the_writer,
     test_binary_upgrade_keeps_changes,

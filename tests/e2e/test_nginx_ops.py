@@ -857,6 +857,10 @@ def test_route_moved_between_sources_replays_as_live(env):
         filed = json.load(f)["routes"][0]
     moved = dict(filed, uri="http://127.0.0.1:%d" % env.pb)
     routed_by_all(env, "/live/x", "A", "the file's route")
+    # no route id has changes in two sources: the version the modules
+    # before read
+    check(state_header(env).startswith("switchyard-state 1 "),
+          "state file header %r" % state_header(env))
     delete("live/live")
     put("main/live", moved)
     want = "B"

@@ -823,7 +823,7 @@ def test_route_moved_between_sources_replays_as_live(env):
     failed as a duplicate id). Moved back, the removal from main stays
     beside the PUT into live and replays as nothing. Also: R PUT into two
     sources at once is refused, and its DELETE from the other source is a
-    404."""
+    404. The same from a source's routes document (PUT /routes/live)."""
     def delete(path, want=200):
         r = request(env.port, "DELETE", "/switchyard/routes/" + path)
         check(r.status == want, "DELETE %s: %d %r" % (path, r.status, r.body))
@@ -833,11 +833,11 @@ def test_route_moved_between_sources_replays_as_live(env):
         check(r.status == want, "PUT %s: %d %r" % (path, r.status, r.body))
         return r
 
-    def replays(what):
+    def replays(what, path="/live/x"):
         respawn_one(env, what + ", respawn")
-        routed_by_all(env, "/live/x", want, what + ", respawn")
+        routed_by_all(env, path, want, what + ", respawn")
         base.reload_and_wait(env)
-        routed_by_all(env, "/live/x", want, what + ", reload")
+        routed_by_all(env, path, want, what + ", reload")
         fp = env.converged()["workers"][0]["fingerprint"]
         env.stop_nginx()
         env.launch()
@@ -845,7 +845,7 @@ def test_route_moved_between_sources_replays_as_live(env):
         check({w["fingerprint"] for w in s["workers"]} == {fp},
               "%s: fingerprints after a restart from the state file: %r"
               % (what, s["workers"]))
-        routed_by_all(env, "/live/x", want, what + ", restart")
+        routed_by_all(env, path, want, what + ", restart")
         check(not base.crashed(env), "a worker crashed: %r"
               % base.crashed(env))
         said = log_since(env, start)
@@ -882,6 +882,21 @@ def test_route_moved_between_sources_replays_as_live(env):
     check({("route-remove", "main", "live"), ("route", "live", "live")}
           <= docs, "the changes of the route moved back: %r" % docs)
     replays("moved back")
+    # from a source's routes document (a replaying worker stages the
+    # document, then the removal from it, whose route its files lack)
+    with open(os.path.join(env.dir, "live.json")) as f:
+        doc = json.load(f)
+    doc["version"] = "moves"
+    doc["routes"].append(route("docmv", env.pa, "/docmv"))
+    put("live", doc)
+    want = "A"
+    routed_by_all(env, "/docmv", want, "a routes document's route")
+    delete("live/docmv")
+    put("main/docmv", route("docmv", env.pb, "/docmv"))
+    want = "B"
+    routed_by_all(env, "/docmv", want, "moved from a routes document, live")
+    replays("moved from a routes document", "/docmv")
+    delete("main/docmv")
     # one id in two sources at once is refused; the other source's
     # DELETE of it is a 404 and stores nothing
     put("main/twice", route("twice", env.pb, "/twice"))

@@ -167,7 +167,7 @@ struct sw_shm_doc_s {
      * it (sw_zone_reconcile) */
     uint64_t base;
     uint64_t changed_us; /* when it was accepted (wall clock): the newer of
-                          * two changes of a (kind, name) wins when the
+                          * two changes of a key wins when the
                           * state file of another nginx is taken */
     ngx_uint_t origin;   /* sw_origin */
     size_t name_len;
@@ -329,8 +329,9 @@ void sw_docs_free(sw_doc_copy_t *docs, size_t count);
  * it to its own router in between and store only what committed:
  * sw_zone_prepare_locked makes room for a document of len bytes (filled
  * by the caller; NULL: the zone is full), unseen by the workers;
- * sw_zone_link_locked makes it the newest document of its (kind, name)
- * and returns its generation, or sw_zone_discard_locked frees it. */
+ * sw_zone_link_locked makes it the newest document of its key
+ * (sw_doc_same_key) and returns its generation, or sw_zone_discard_locked frees
+ * it. */
 sw_shm_doc_t *sw_zone_prepare_locked(sw_zone_ctx_t *z, ngx_uint_t kind,
                                      ngx_str_t *name, ngx_str_t *source,
                                      size_t len);

@@ -1,9 +1,11 @@
 /*
- * ngx_http_switchyard_zone.c - the shared-memory zone: the documents PUT
- * to the admin location (one per routes source or service, the newest
- * wins), the zone generation workers poll, and the slots where workers
- * publish what they applied. Everything is changed under the slab pool's
- * mutex; workers read the generation without it (one atomic load).
+ * ngx_http_switchyard_zone.c - the shared-memory zone: its format stamp
+ * (checked before a kept or replaced zone is read), the documents PUT to
+ * the admin location (one per routes source, service, or source and
+ * route id; the newest wins), the zone generation workers poll, and the
+ * slots where workers publish what they applied. Everything is changed under
+ * the slab pool's mutex; workers read the generation without it (one atomic
+ * load).
  */
 #include "ngx_http_switchyard.h"
 

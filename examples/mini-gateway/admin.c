@@ -42,13 +42,20 @@ static httpd *admin;
 
 /* ---- the admin port's answers (gw.h; every admin file answers so) ---- */
 
+/* Every JSON answer passes here: the bytes it echoes (a request's, a
+ * route's, an error quoting either) that are not well-formed UTF-8 are
+ * written \ufffd, as the access log writes them (gw_json_text_utf8). */
 void gw_reply_json(httpd_conn *c, int status, const gw_buf *b) {
     static const char oom[] = "{\"error\":\"out of memory\"}\n";
+    gw_buf fixed = {0};
+    if (!b->failed && b->len && gw_json_text_utf8(&fixed, b->p, b->len))
+        b = &fixed;
     if (b->failed) /* the answer could not be built (gw.h) */
         httpd_respond(c, 500, "application/json", NULL, oom, sizeof oom - 1);
     else
         httpd_respond(c, status, "application/json", NULL, b->p ? b->p : "",
                       b->len);
+    gw_buf_free(&fixed);
 }
 
 void gw_reply_cjson(httpd_conn *c, int status, cJSON *j) {

@@ -300,8 +300,8 @@ void gw_admin_shadowed(gw_admin_call *a) {
         shadowed_gen = gen;
     }
     sy_snapshot_release(s);
-    httpd_respond(c, 200, "application/json", NULL, shadowed_json,
-                  strlen(shadowed_json));
+    gw_buf b = {.p = shadowed_json, .len = strlen(shadowed_json)};
+    gw_reply_json(c, 200, &b); /* its route ids as UTF-8 (admin.c) */
 }
 
 /* ---- instances and their health ---- */

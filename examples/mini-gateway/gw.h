@@ -121,6 +121,12 @@ void gw_buf_json_str(gw_buf *b, const char *s, size_t len);
 /* The same, each byte that is not part of well-formed UTF-8 written as
  * U+FFFD: JSON text others read (the access log). */
 void gw_buf_json_utf8(gw_buf *b, const char *s, size_t len);
+/* JSON text (a whole answer: cJSON's, or gw_buf_json_str's strings) as
+ * well-formed UTF-8, each byte that is not part of it written \ufffd as
+ * gw_buf_json_utf8 writes it (a byte from 0x80 of JSON text is inside a
+ * string, where the escape is one): appended to out, true; false when
+ * text already is (out untouched, the common answer). */
+bool gw_json_text_utf8(gw_buf *out, const char *text, size_t len);
 void gw_buf_free(gw_buf *b);
 
 /* ------------------------------------------------------------------ */

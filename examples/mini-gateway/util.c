@@ -209,6 +209,20 @@ static size_t utf8_len(const unsigned char *s, size_t n) {
     return len;
 }
 
+/* The well-formed UTF-8 sequence at s (left bytes on) appended as it is,
+ * or "\ufffd" for its first byte when it is not one; how many bytes of s
+ * it took. The one place a byte from 0x80 of JSON text others read is
+ * judged: a string (json_str) and a whole answer (gw_json_text_utf8). */
+static size_t utf8_or_fffd(gw_buf *b, const char *s, size_t left) {
+    size_t n = utf8_len((const unsigned char *)s, left);
+    if (n) {
+        gw_buf_add(b, s, n);
+        return n;
+    }
+    gw_buf_add(b, "\\ufffd", 6);
+    return 1;
+}
+
 /* s as a JSON string; utf8: a byte that is not part of well-formed UTF-8
  * written U+FFFD, else as it is (gw.h). */
 static void json_str(gw_buf *b, const char *s, size_t len, bool utf8) {
@@ -236,16 +250,10 @@ static void json_str(gw_buf *b, const char *s, size_t len, bool utf8) {
         if (ch == '"' || ch == '\\') {
             char e[2] = {'\\', (char)ch};
             gw_buf_add(b, e, 2);
+        } else if (ch >= 0x80 && utf8) {
+            i += utf8_or_fffd(b, s + i - 1, len - i + 1) - 1;
         } else if (ch >= 0x80) {
-            size_t n =
-                utf8 ? utf8_len((const unsigned char *)s + i - 1, len - i + 1)
-                     : 1;
-            if (n) {
-                gw_buf_add(b, s + i - 1, n);
-                i += n - 1;
-            } else {
-                gw_buf_add(b, "\\ufffd", 6);
-            }
+            gw_buf_add(b, s + i - 1, 1);
         } else {
             gw_buf_printf(b, "\\u%04x", ch);
         }
@@ -259,6 +267,44 @@ void gw_buf_json_str(gw_buf *b, const char *s, size_t len) {
 
 void gw_buf_json_utf8(gw_buf *b, const char *s, size_t len) {
     json_str(b, s, len, true);
+}
+
+/* How many of s's first bytes are ASCII: sixteen a step with SSE2. */
+static size_t ascii_run(const char *s, size_t len) {
+    size_t i = 0;
+#ifdef __SSE2__
+    for (; i + 16 <= len; i += 16) {
+        unsigned bits = (unsigned)_mm_movemask_epi8(
+            _mm_loadu_si128((const __m128i *)(s + i)));
+        if (bits)
+            return i + (size_t)__builtin_ctz(bits);
+    }
+#endif
+    while (i < len && (unsigned char)s[i] < 0x80)
+        i++;
+    return i;
+}
+
+bool gw_json_text_utf8(gw_buf *out, const char *text, size_t len) {
+    size_t i = 0;
+    for (;;) { /* the common answer: well-formed, nothing copied */
+        i += ascii_run(text + i, len - i);
+        if (i == len)
+            return false;
+        size_t n = utf8_len((const unsigned char *)text + i, len - i);
+        if (!n)
+            break;
+        i += n;
+    }
+    gw_buf_add(out, text, i);
+    while (i < len) {
+        size_t run = ascii_run(text + i, len - i);
+        gw_buf_add(out, text + i, run);
+        i += run;
+        if (i < len)
+            i += utf8_or_fffd(out, text + i, len - i);
+    }
+    return true;
 }
 
 void gw_buf_free(gw_buf *b) {

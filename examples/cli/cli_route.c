@@ -84,7 +84,8 @@ static int request_help(const char *cmd) {
            "once.\n"
            "FILE... are route documents, one source each, in precedence "
            "order.\n"
-           "METHOD is an HTTP method token (GET, POST, ...); URL is\n"
+           "METHOD is an HTTP method token, case-sensitive (GET, POST, ...;\n"
+           "not get); URL is "
            "http://host[:port]/path[?query] or /path[?query], "
            "percent-encoded.\n"
            "\n");
@@ -124,12 +125,27 @@ static bool valid_method(const char *m, char *why, size_t size) {
     const char *p = m;
     while (is_tchar((unsigned char)*p))
         p++;
-    if (*m && !*p)
+    if (!*m || *p) {
+        snprintf(why, size,
+                 "method '%s' is not an HTTP method token (letters, digits "
+                 "and !#$%%&'*+-.^_`|~, e.g. GET)",
+                 m);
+        return false;
+    }
+    /* methods are case-sensitive (RFC 9110 9.1; SCG's Method predicate
+     * compares exactly): 'get' is a method no route's Method=GET takes,
+     * and one the gateway answers 400 (http-parser reads capitals only)
+     * and its /explain refuses; an answer for it is for no request sent */
+    if (!strpbrk(m, "abcdefghijklmnopqrstuvwxyz"))
         return true;
-    snprintf(why, size,
-             "method '%s' is not an HTTP method token (letters, digits and "
-             "!#$%%&'*+-.^_`|~, e.g. GET)",
-             m);
+    int n = snprintf(why, size,
+                     "METHOD '%s' has lower-case letters: HTTP methods are "
+                     "case-sensitive (RFC 9110 9.1), '%s' is not '",
+                     m, m);
+    for (p = m; n >= 0 && (size_t)n + 1 < size && *p; p++)
+        why[n++] = *p >= 'a' && *p <= 'z' ? (char)(*p - 'a' + 'A') : *p;
+    if (n >= 0 && (size_t)n < size)
+        snprintf(why + n, size - (size_t)n, "' (the gateway answers it 400)");
     return false;
 }
 
@@ -322,7 +338,7 @@ static int parse_request_args(const char *cmd, int argc, char **argv,
         a->files[a->file_count++] = pos[i];
     a->method = pos[npos - 2];
     a->url = pos[npos - 1];
-    char why[160];
+    char why[1024];
     if (!valid_method(a->method, why, sizeof why) ||
         !valid_url(a->url, why, sizeof why))
         return usage_error(cmd, why);

@@ -126,6 +126,16 @@ expect "explain does not select: exits 0 on an lb:// match" 0 "=> orders-read" \
 expect "a method with a space is rejected" 2 "method 'G ET' is not an HTTP method token" \
     -- match "$r/gateway.json" 'G ET' /
 expect "an empty method is rejected" 2 "method '' is not" -- match "$r/gateway.json" '' /
+# HTTP methods are case-sensitive (RFC 9110 9.1): 'get' is not GET, and
+# the gateway answers a request line 'get / HTTP/1.1' 400; both tools
+# matched it before (Method=GET routes failing, the fallback chosen)
+expect "a lower-case method is refused naming METHOD" 2 \
+    "METHOD 'get' has lower-case letters: HTTP methods are case-sensitive (RFC 9110 9.1), 'get' is not 'GET'" \
+    -- match "$r/gateway.json" get http://shop.example.com/api/orders/42
+expect "explain refuses it too" 2 "METHOD 'Get' has lower-case letters" \
+    -- explain "$r/gateway.json" Get http://shop.example.com/api/orders/42
+expect "an upper-case method the routes do not name is still explained" 1 \
+    "no route matches PURGE" -- match "$root/tests/data/github-api-routes.json" PURGE /nothing/here
 expect "a URL without a leading slash or scheme is rejected" 2 \
     "URL 'shop/x' is neither /path[?query] nor scheme://host[:port]/path[?query]" \
     -- explain "$r/gateway.json" GET shop/x

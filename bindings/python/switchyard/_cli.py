@@ -332,7 +332,8 @@ def _request_help(cmd: str) -> str:
         "once.\n"
         "FILE... are route documents, one source each, in precedence "
         "order.\n"
-        "METHOD is an HTTP method token (GET, POST, ...); URL is\n"
+        "METHOD is an HTTP method token, case-sensitive (GET, POST, ...;\n"
+        "not get); URL is "
         "http://host[:port]/path[?query] or /path[?query], "
         "percent-encoded.\n"
         "\n")
@@ -368,6 +369,13 @@ def _check_method(m: str) -> None:
     if not m or any(c not in _TCHAR for c in m):
         raise _Usage(f"method '{m}' is not an HTTP method token (letters, "
                      "digits and !#$%&'*+-.^_`|~, e.g. GET)")
+    # case-sensitive (RFC 9110 9.1): 'get' is no Method=GET route's, and
+    # the gateway answers it 400 (valid_method() in examples/cli/cli_route.c)
+    if any("a" <= c <= "z" for c in m):
+        up = "".join(chr(ord(c) - 32) if "a" <= c <= "z" else c for c in m)
+        raise _Usage(f"METHOD '{m}' has lower-case letters: HTTP methods are "
+                     f"case-sensitive (RFC 9110 9.1), '{m}' is not '{up}' "
+                     "(the gateway answers it 400)")
 
 
 def _check_url(url: str) -> None:

@@ -214,6 +214,14 @@ def test_match_usage_errors(files):
         assert rc == 2 and "usage: switchyard match" in err, argv
     rc, _, err = run("match", gw, "G ET", "/")
     assert "method 'G ET' is not an HTTP method token" in err
+    # methods are case-sensitive (RFC 9110 9.1), and the gateway answers
+    # 'get / HTTP/1.1' 400: refused, as the C tool refuses it
+    for cmd, m in (("match", "get"), ("explain", "Get"), ("match", "pOST")):
+        rc, out, err = run(cmd, gw, m, "/api/orders/42")
+        assert rc == 2 and out == "" and (
+            "METHOD '%s' has lower-case letters: HTTP methods are "
+            "case-sensitive (RFC 9110 9.1), '%s' is not '%s'"
+            % (m, m, m.upper())) in err, (cmd, m, err)
     rc, _, err = run("match", gw, "GET", "http://shop:0/")
     assert "bad port '0'" in err
     # every invalid route is reported and skipped, as check lists them
@@ -356,6 +364,8 @@ def _env():
     ["match", "bad.json", "GET", "/a"], ["match", "--strict", "bad.json", "GET", "/a"],
     ["explain", "bad.json", "GET", "/a"],
     ["match", "gw.json", "G ET", "/"], ["match", "gw.json", "GET", "shop/x"],
+    ["match", "gw.json", "get", "/api/orders/1"],
+    ["explain", "--json", "gw.json", "Post", "/api/orders/1"],
     ["match", "gw.json", "GET", "http://[::1/x"], ["match", "gw.json", "GET", "http://h:x/"],
     ["match", "gw.json", "GET", "/a b"],
     ["match", "--json", "gw.json", "GET", "/api/orders/1"],

@@ -709,6 +709,27 @@ int gw_config_refresh(sy_error *err) {
     return 0;
 }
 
+void gw_config_reload(void) {
+    if (!file_count) {
+        gw_log("SIGHUP: nothing to reload: no --routes or --instances file "
+               "(admin and etcd changes apply as they come)");
+        return;
+    }
+    sy_error err;
+    gw_config_refresh(&err); /* a refused file's error logged on its line */
+    size_t refused = 0;
+    for (size_t i = 0; i < file_count; i++)
+        refused += files[i].has_error;
+    if (refused)
+        gw_log("SIGHUP: %zu file%s read again, %zu refused: what %s had "
+               "keeps serving (its error above and in /status)",
+               file_count, file_count == 1 ? "" : "s", refused,
+               refused == 1 ? "it" : "they");
+    else
+        gw_log("SIGHUP: %zu file%s read again, none refused", file_count,
+               file_count == 1 ? "" : "s");
+}
+
 const char *gw_config_default_filters(const char **file, const char **other) {
     const char *df = NULL;
     *file = *other = NULL;

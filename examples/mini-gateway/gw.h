@@ -423,6 +423,10 @@ int gw_instances_stage(sy_change_set *cs, const char *json, size_t len,
  * a file change is applied; 0, or the located error of the first file
  * refused (its old config keeps serving, the other files applied). */
 int gw_config_refresh(sy_error *err);
+/* SIGHUP (main.c): every file read again as gw_config_refresh does, its
+ * outcome logged (a refused file with its located error); without files,
+ * logged that there is nothing to reload. */
+void gw_config_reload(void);
 /* The file a source comes from / the instances file when it names the
  * service; NULL when none does. */
 const char *gw_config_source_file(const char *source);

@@ -21,7 +21,7 @@
 gw_state G;
 
 static uv_loop_t main_loop;
-static uv_signal_t sig_term, sig_int, sig_usr1;
+static uv_signal_t sig_term, sig_int, sig_usr1, sig_hup;
 
 static const char demo_routes[] =
     "{\"version\": \"1\", \"routes\": [\n"
@@ -77,6 +77,7 @@ static void on_signal(uv_signal_t *s, int sig) {
     uv_close((uv_handle_t *)&sig_term, NULL);
     uv_close((uv_handle_t *)&sig_int, NULL);
     uv_close((uv_handle_t *)&sig_usr1, NULL);
+    uv_close((uv_handle_t *)&sig_hup, NULL);
 }
 
 /* SIGUSR1: the access log reopened (logrotate's postrotate, as nginx's) */
@@ -86,6 +87,15 @@ static void on_usr1(uv_signal_t *s, int sig) {
     char msg[600];
     gw_access_log_reopen(msg, sizeof msg);
     gw_log("SIGUSR1: %s", msg);
+}
+
+/* SIGHUP: a reload, what operators send for one (nginx's, HAProxy's):
+ * the route and instance files read again (config.c). Its default action
+ * ended the gateway at once before. */
+static void on_hup(uv_signal_t *s, int sig) {
+    (void)s;
+    (void)sig;
+    gw_config_reload();
 }
 
 #ifdef GW_HAVE_ETCD
@@ -286,6 +296,8 @@ static int start_serving(void) {
     uv_signal_start(&sig_int, on_signal, SIGINT);
     uv_signal_init(&main_loop, &sig_usr1);
     uv_signal_start(&sig_usr1, on_usr1, SIGUSR1);
+    uv_signal_init(&main_loop, &sig_hup);
+    uv_signal_start(&sig_hup, on_hup, SIGHUP);
     if (gw_workers_start())
         return -1;
     const gw_config *cfg = &G.cfg;
@@ -313,6 +325,9 @@ static void shut_down(void) {
 
 int main(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
+    /* a reload asked before the files are first read is that first read
+     * (on_hup's handler replaces this once the gateway serves) */
+    signal(SIGHUP, SIG_IGN);
     gw_options o;
     if (gw_options_parse(&o, argc, argv))
         return 2;

@@ -625,6 +625,16 @@ def body(procs, c):
         newsrc["version"] = str(v)
         st, _, _ = gw.admin_call("PUT", "/routes/fresh", newsrc)
         c.eq(st, 200, "PUT fresh version %d" % v)
+    # the predicate cells as a route document writes them: each with its
+    # name (Path=/c/**), a default left out (the trailing slash matched),
+    # a flag that is not the default named, a time as a time
+    st, _, _ = gw.admin_call("PUT", "/routes/cells", {"routes": [
+        {"id": "cells-1", "uri": "http://127.0.0.1:%d" % bport,
+         "predicates": ["Path=/c/**", "Host=**.example.com",
+                        "Header=X-A, v.*", "After=2020-01-01T00:00:00Z"]},
+        {"id": "cells-2", "uri": "http://127.0.0.1:%d" % bport,
+         "predicates": ["Path=/e/{x},false", "Method=GET,POST"]}]})
+    c.eq(st, 200, "PUT the cells source")
     with open(routes, "w") as f:
         f.write('{"version": "9",\n "routes": [ oops ]}\n')
     h.wait_for(lambda: (gw.source("ops") or {}).get("error"),
@@ -652,6 +662,15 @@ def body(procs, c):
     for rid in ("api", "users", "echo"):
         c.ok('route-id mono">%s<' % rid in dom, "the DOM shows route %s" % rid)
     c.ok('source-name">ops<' in dom, "the DOM shows the source name")
+    for rid, cell in (
+            ("api", "Path=/api/**"),
+            ("cells-1", "Path=/c/**\nHost=**.example.com\nHeader=X-A, v.*\n"
+                        "After=2020-01-01T00:00:00Z"),
+            ("cells-2", "Path=/e/{x}, matchTrailingSlash=false\n"
+                        "Method=GET,POST")):
+        got = re.search(r'route-id mono">%s</td><td>[^<]*</td>'
+                        r'<td class="mono">([^<]*)<' % re.escape(rid), dom)
+        c.eq(got and got.group(1), cell, "the predicate cell of %s" % rid)
     c.ok('instance-id mono">svc-2<' in dom, "the DOM shows the instances")
     c.ok("shadowed by api" in dom, "the DOM shows the shadow warning")
     c.ok(re.search(r">3 req, p99 &lt;= [0-9.]+ ms<", dom),

@@ -541,6 +541,20 @@ def body(procs, c):
     st, _, data = gg.admin_call("PUT", "/routes/gray?dry_run=1", gone)
     c.eq(json.loads(data)["impact"].get("cut"), 3,
          "the dry run counts the requests it replays cut")
+    # a field exactly as long as its room (path 1023 bytes, query 511,
+    # Host 255) is kept whole: not cut (each was counted cut before)
+    gg.request("GET", "/svc/" + "p" * 1018)
+    gg.request("GET", "/svc/q?" + "q" * 511)
+    gg.request("GET", "/svc/h", headers={"Host": "h" * 255})
+    st, _, data = gg.admin_call("PUT", "/routes/gray?dry_run=1", gone)
+    c.eq(json.loads(data)["impact"].get("cut"), 3,
+         "a path, query and Host as long as their rooms are not cut")
+    gg.request("GET", "/svc/" + "p" * 1019)  # a byte past: cut
+    gg.request("GET", "/svc/q?" + "q" * 512)
+    gg.request("GET", "/svc/h", headers={"Host": "h" * 256})
+    st, _, data = gg.admin_call("PUT", "/routes/gray?dry_run=1", gone)
+    c.eq(json.loads(data)["impact"].get("cut"), 6,
+         "a byte past the room is cut")
     ok = [x for x in ids if x and re.fullmatch(
         r"00-[0-9a-f]{32}-[0-9a-f]{16}-01", x)]
     c.eq(len(ok), 300, "300 generated traceparents, all well formed")

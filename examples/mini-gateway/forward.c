@@ -24,6 +24,16 @@ void gw_forward_free(gw_request *q) {
     q->fwd_hdrs = NULL;
 }
 
+bool gw_request_client_header(const gw_request *q, sy_header hd) {
+    const gw_client *c = q->c;
+    for (size_t i = 0; i < c->nh; i++)
+        if (c->hdrs[i].name.ptr == hd.name.ptr &&
+            c->hdrs[i].value.ptr == hd.value.ptr &&
+            c->hdrs[i].value.len == hd.value.len)
+            return true;
+    return false;
+}
+
 void gw_request_forward(gw_request *q, sy_str path, sy_str query,
                         const sy_header *h, size_t n) {
     if (q->forwards++ >= GW_MAX_FORWARDS) {
@@ -36,7 +46,10 @@ void gw_request_forward(gw_request *q, sy_str path, sy_str query,
         q->client_route_id = q->route_id;
         q->client_rd = q->rd;
     }
-    /* copy first: the slices may point into q->fwd or the match context */
+    /* copy first: the slices may point into q->fwd or the match context;
+     * a header of the client's, as it sent it, is kept where it is (its
+     * bytes last as long as the request): still the client's when the
+     * upstream head is written (gw_trace_drops) */
     gw_buf b = {0};
     gw_buf_reserve(&b, path.len + query.len + 2);
     gw_buf_add(&b, path.ptr, path.len);
@@ -44,6 +57,8 @@ void gw_request_forward(gw_request *q, sy_str path, sy_str query,
     gw_buf_add(&b, query.ptr, query.len);
     gw_buf_add(&b, "", 1);
     for (size_t i = 0; i < n; i++) {
+        if (gw_request_client_header(q, h[i]))
+            continue;
         gw_buf_add(&b, h[i].name.ptr, h[i].name.len);
         gw_buf_add(&b, "", 1);
         gw_buf_add(&b, h[i].value.ptr, h[i].value.len);
@@ -61,6 +76,10 @@ void gw_request_forward(gw_request *q, sy_str path, sy_str query,
     sy_str nq = {p, query.len};
     p += query.len + 1;
     for (size_t i = 0; i < n; i++) {
+        if (gw_request_client_header(q, h[i])) {
+            hv[i] = h[i];
+            continue;
+        }
         hv[i].name = (sy_str){p, h[i].name.len};
         p += h[i].name.len + 1;
         hv[i].value = (sy_str){p, h[i].value.len};

@@ -490,8 +490,13 @@ gw_rcall *gw_redis_script(gw_worker *w, const char *const keys[2],
 void gw_redis_cancel(gw_rcall *c);
 
 /* forward.c */
+/* Whether hd is one of the client's header lines as it sent it (the
+ * same bytes: the target's list copies the client's headers as they are,
+ * a filter's header points at the route's or the match's). */
+bool gw_request_client_header(const gw_request *q, sy_header hd);
 /* Dispatch q again through the gateway's routes with this path, query and
- * header list (all copied first); 508 past the hop limit. */
+ * header list (copied first, but the client's own lines, which stay the
+ * client's); 508 past the hop limit. */
 void gw_request_forward(gw_request *q, sy_str path, sy_str query,
                         const sy_header *h, size_t n);
 /* A forward:/path route matched (m): its filtered query and headers go on
@@ -516,9 +521,10 @@ sy_str gw_cors_preflight_method(const gw_request *q);
 /* trace.c: W3C Trace Context */
 /* Read r's traceparent (one, valid) or start a trace; a new span id. */
 void gw_trace_begin(gw_trace *t, const sy_request *r);
-/* The client's traceparent is not sent on (the gateway writes its own),
- * nor its tracestate when t is a new trace. */
-bool gw_trace_drops(const gw_trace *t, sy_str name);
+/* A traceparent is not sent on (the gateway writes its own), nor the
+ * client's tracestate (gw_request_client_header) when q's trace is new;
+ * a route filter's tracestate is. */
+bool gw_trace_drops(const gw_request *q, sy_header hd);
 /* "traceparent: 00-<trace>-<the gateway's span>-<flags>\r\n" at w (room
  * for GW_TRACE_LINE bytes); the byte after it */
 #define GW_TRACE_LINE 70

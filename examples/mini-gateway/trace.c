@@ -4,7 +4,8 @@
  * the gateway's own span gets a new id, and the traceparent sent upstream
  * names that span as the parent. Without one (or with an invalid one, as
  * the spec says) a new trace is started, sampled. tracestate goes on as
- * it came with the client's trace, and is dropped with a new one.
+ * it came with the client's trace; the client's is dropped with a new
+ * one, a route filter's goes on.
  *
  *   in:   traceparent: 00-<trace id 32 hex>-<client span 16 hex>-<flags>
  *   up:   traceparent: 00-<same trace id>-<gateway span 16 hex>-<flags>
@@ -152,15 +153,20 @@ void gw_trace_begin(gw_trace *t, const sy_request *r) {
     rng_state = st;
 }
 
-/* A header the upstream request does not carry as the client sent it:
- * traceparent (gw_trace_put writes the gateway's), and tracestate when
- * the gateway started a new trace (no parent): its vendors' entries
- * belong to the client's trace, and W3C has it discarded then. */
-bool gw_trace_drops(const gw_trace *t, sy_str name) {
+/* A header the upstream request does not carry: traceparent (gw_trace_put
+ * writes the gateway's), and the client's tracestate when the gateway
+ * started a new trace (no parent): its vendors' entries belong to the
+ * client's trace, and W3C has it discarded then. A tracestate a route's
+ * filter wrote (AddRequestHeader, SetRequestHeader) is the operator's and
+ * goes on: dropping by name after the filters dropped it too. */
+bool gw_trace_drops(const gw_request *q, sy_header hd) {
+    const gw_trace *t = &q->trace;
+    sy_str name = hd.name;
     return (name.len == 11 && strncasecmp(name.ptr, "traceparent", 11) == 0) ||
            (name.len == 10 && !t->parent_id[0] &&
             (name.ptr[0] | 0x20) == 't' && /* not User-Agent, Connection */
-            strncasecmp(name.ptr, "tracestate", 10) == 0);
+            strncasecmp(name.ptr, "tracestate", 10) == 0 &&
+            gw_request_client_header(q, hd));
 }
 
 /* one copy of a fixed layout (no printf per request): the ids are always

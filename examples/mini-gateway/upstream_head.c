@@ -281,7 +281,7 @@ int gw_upstream_head(gw_request *q, const sy_target *t) {
         sy_header hd = t->headers[i];
         if (hop_by_hop(hd.name) || gw_forwarding_name(hd.name) ||
             (conn && gw_conn_named(c->hdrs, c->nh, hd.name)) ||
-            gw_trace_drops(&q->trace, hd.name))
+            gw_trace_drops(q, hd))
             continue;
         w = put(w, hd.name.ptr, hd.name.len);
         w = PUT_LIT(w, ": ");

@@ -421,7 +421,12 @@ def body(procs, c):
         {"id": "rt", "uri": "http://127.0.0.1:1",
          "predicates": ["Path=/rt/**"], "filters": ["Retry=2"]},
         {"id": "fw", "uri": "forward:/fb", "predicates": ["Path=/fw/**"]},
-        {"id": "fb", "uri": up, "predicates": ["Path=/fb"]}]))
+        {"id": "fb", "uri": up, "predicates": ["Path=/fb"]},
+        {"id": "ts", "uri": up, "predicates": ["Path=/ts/**"], "filters": [
+            "AddRequestHeader=tracestate, gw=op",
+            "SetRequestHeader=X-Other, 1"]},
+        {"id": "fwts", "uri": "forward:/ts/f", "predicates": ["Path=/fwts"],
+         "filters": ["AddRequestHeader=tracestate, first=op"]}]))
     plog = os.path.join(procs.dir, "policy.jsonl")
     pg = procs.gateway("--routes", pol, "--access-log", plog,
                        log="policy-gw.log")
@@ -475,6 +480,29 @@ def body(procs, c):
          "a traceparent with trailing whitespace keeps its trace: %r" % sent)
     c.eq(h.echoed_header(body_, "tracestate"), "vendor=x",
          "and its tracestate goes on")
+    # a tracestate a route's filter adds is the operator's, not the
+    # client's: it reaches the upstream with a new trace too, where the
+    # client's is dropped (it was dropped with the client's: the drop ran
+    # on the headers after the filters)
+    def states(path, hdrs):
+        data = h.raw(pg.port, b"GET " + path + b" HTTP/1.1\r\nHost: x\r\n" +
+                     b"".join(b"%s: %s\r\n" % (k.encode(), v.encode())
+                              for k, v in hdrs) +
+                     b"Connection: close\r\n\r\n")
+        body_ = data.split(b"\r\n\r\n", 1)[-1]
+        return [v for k, v in json.loads(body_)["headers"]
+                if k.lower() == "tracestate"]
+    c.eq(states(b"/ts/a", []), ["gw=op"],
+         "a new trace: the route's tracestate goes up")
+    c.eq(states(b"/ts/a", [("tracestate", "vendor=x")]), ["gw=op"],
+         "a new trace: the client's tracestate dropped, the route's kept")
+    c.eq(states(b"/ts/a", [
+        ("traceparent", "00-%s-b7ad6b7169203331-01" % tid),
+        ("tracestate", "vendor=x")]), ["vendor=x", "gw=op"],
+        "the client's trace: both go up")
+    c.eq(states(b"/fwts", [("tracestate", "vendor=x")]),
+         ["first=op", "gw=op"],
+         "forwarded: both routes' tracestates, not the client's")
 
     # --- the access log is JSON (UTF-8) whatever bytes a request carries ---
     # a path's bytes that are not UTF-8 were written raw: the line was no

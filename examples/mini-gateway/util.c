@@ -6,6 +6,7 @@
  */
 #define _DEFAULT_SOURCE
 #include "gw.h"
+#include "utf8.h"
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -185,36 +186,12 @@ static size_t json_plain(const char *s, size_t len) {
     return i;
 }
 
-/* The length of the well-formed UTF-8 sequence at s (Unicode's table
- * 3-7: no overlong form, no surrogate, nothing past U+10FFFF), or 0. */
-static size_t utf8_len(const unsigned char *s, size_t n) {
-    unsigned c = s[0];
-    size_t len = c >= 0xc2 && c <= 0xdf   ? 2
-                 : c >= 0xe0 && c <= 0xef ? 3
-                 : c >= 0xf0 && c <= 0xf4 ? 4
-                                          : 0;
-    if (!len || n < len)
-        return 0;
-    unsigned lo = c == 0xe0   ? 0xa0
-                  : c == 0xf0 ? 0x90
-                              : 0x80,
-             hi = c == 0xed   ? 0x9f
-                  : c == 0xf4 ? 0x8f
-                              : 0xbf;
-    if (s[1] < lo || s[1] > hi)
-        return 0;
-    for (size_t i = 2; i < len; i++)
-        if (s[i] < 0x80 || s[i] > 0xbf)
-            return 0;
-    return len;
-}
-
 /* The well-formed UTF-8 sequence at s (left bytes on) appended as it is,
  * or "\ufffd" for its first byte when it is not one; how many bytes of s
  * it took. The one place a byte from 0x80 of JSON text others read is
  * judged: a string (json_str) and a whole answer (gw_json_text_utf8). */
 static size_t utf8_or_fffd(gw_buf *b, const char *s, size_t left) {
-    size_t n = utf8_len((const unsigned char *)s, left);
+    size_t n = utf8_seq_len((const unsigned char *)s, left);
     if (n) {
         gw_buf_add(b, s, n);
         return n;
@@ -291,7 +268,7 @@ bool gw_json_text_utf8(gw_buf *out, const char *text, size_t len) {
         i += ascii_run(text + i, len - i);
         if (i == len)
             return false;
-        size_t n = utf8_len((const unsigned char *)text + i, len - i);
+        size_t n = utf8_seq_len((const unsigned char *)text + i, len - i);
         if (!n)
             break;
         i += n;

@@ -10,12 +10,25 @@
 #include <stdio.h>
 #include <string.h>
 
-u_char *sw_json_str(u_char *p, const u_char *s, size_t len) {
+#include "utf8.h" /* the mini-gateway's judge (examples/mini-gateway) */
+
+/* s as a JSON string at p (room for 6 bytes a byte and the quotes);
+ * utf8: a byte that is not part of well-formed UTF-8 written \ufffd (an
+ * answer others read), else as it is (a document parsed back). */
+static u_char *json_str(u_char *p, const u_char *s, size_t len, bool utf8) {
     static const char hex[] = "0123456789abcdef";
     *p++ = '"';
     for (size_t i = 0; i < len; i++) {
         u_char c = s[i];
-        if (c == '"' || c == '\\') {
+        if (c >= 0x80 && utf8) {
+            size_t n = utf8_seq_len(s + i, len - i);
+            if (n) {
+                p = ngx_cpymem(p, s + i, n);
+                i += n - 1;
+            } else {
+                p = ngx_cpymem(p, "\\ufffd", 6);
+            }
+        } else if (c == '"' || c == '\\') {
             *p++ = '\\';
             *p++ = c;
         } else if (c < 0x20) {
@@ -28,6 +41,17 @@ u_char *sw_json_str(u_char *p, const u_char *s, size_t len) {
     }
     *p++ = '"';
     return p;
+}
+
+u_char *sw_json_str(u_char *p, const u_char *s, size_t len) {
+    return json_str(p, s, len, false);
+}
+
+/* Every string of an admin answer: its bytes that are not UTF-8 (a
+ * route's id, a source's name, an error quoting them) went raw before,
+ * and the answer was no JSON a strict reader takes. */
+static u_char *sw_json_utf8(u_char *p, const u_char *s, size_t len) {
+    return json_str(p, s, len, true);
 }
 
 static ngx_int_t sw_send(ngx_http_request_t *r, ngx_uint_t status, ngx_buf_t *b,
@@ -63,11 +87,11 @@ static ngx_int_t sw_send_error(ngx_http_request_t *r, ngx_uint_t status,
         return sw_500(r, "out of memory for an error answer");
     b->last =
         ngx_sprintf(b->last, "{\"error\":{\"code\":%d,\"name\":", err->code);
-    b->last = sw_json_str(b->last, (u_char *)name, strlen(name));
+    b->last = sw_json_utf8(b->last, (u_char *)name, strlen(name));
     b->last = ngx_cpymem(b->last, ",\"path\":", 8);
-    b->last = sw_json_str(b->last, (u_char *)err->path, pl);
+    b->last = sw_json_utf8(b->last, (u_char *)err->path, pl);
     b->last = ngx_cpymem(b->last, ",\"message\":", 11);
-    b->last = sw_json_str(b->last, (u_char *)err->message, ml);
+    b->last = sw_json_utf8(b->last, (u_char *)err->message, ml);
     b->last =
         ngx_sprintf(b->last, ",\"line\":%uD,\"column\":%uD,\"offset\":%uz}}\n",
                     err->line, err->column, err->offset);
@@ -104,9 +128,9 @@ static u_char *sw_sources_json(u_char *p, const char **origins) {
         if (sy_router_source_status(sw_worker.router, i, &st, &err))
             break;
         p = ngx_cpymem(p, i ? ",{\"name\":" : "{\"name\":", i ? 9 : 8);
-        p = sw_json_str(p, (u_char *)st.name, ngx_strlen(st.name));
+        p = sw_json_utf8(p, (u_char *)st.name, ngx_strlen(st.name));
         p = ngx_cpymem(p, ",\"version\":", 11);
-        p = sw_json_str(p, (u_char *)st.version, ngx_strlen(st.version));
+        p = sw_json_utf8(p, (u_char *)st.version, ngx_strlen(st.version));
         /* where the live document came from: the configured file, or
          * changes stored through the admin location (this run, or read
          * from the state file at start) */
@@ -126,11 +150,11 @@ static u_char *sw_sources_json(u_char *p, const char **origins) {
                         st.failed_count);
         if (st.last_error.code) {
             p = ngx_cpymem(p, "{\"path\":", 8);
-            p = sw_json_str(p, (u_char *)st.last_error.path,
-                            ngx_strlen(st.last_error.path));
+            p = sw_json_utf8(p, (u_char *)st.last_error.path,
+                             ngx_strlen(st.last_error.path));
             p = ngx_cpymem(p, ",\"message\":", 11);
-            p = sw_json_str(p, (u_char *)st.last_error.message,
-                            ngx_strlen(st.last_error.message));
+            p = sw_json_utf8(p, (u_char *)st.last_error.message,
+                             ngx_strlen(st.last_error.message));
             *p++ = '}';
         } else {
             p = ngx_cpymem(p, "null", 4);
@@ -210,16 +234,16 @@ static u_char *sw_inst_json(u_char *p, sw_inst_src_t *src, size_t n) {
             p = ngx_cpymem(p,
                            first ? "{\"name\":" : ",{\"name\":", first ? 8 : 9);
             first = false;
-            p = sw_json_str(p, (u_char *)svc, ngx_strlen(svc));
+            p = sw_json_utf8(p, (u_char *)svc, ngx_strlen(svc));
             p = ngx_cpymem(p, ",\"instances\":[", 14);
             for (size_t j = 0; j < sy_instances_count(src[k].doc, i); j++) {
                 const sy_instance *in = &sy_instances_list(src[k].doc, i)[j];
                 const sw_health_t *e = sw_health_get(svc, in->id);
                 bool ejected = e && e->ejected && (int64_t)e->until_ms > now;
                 p = ngx_cpymem(p, j ? ",{\"id\":" : "{\"id\":", j ? 7 : 6);
-                p = sw_json_str(p, (u_char *)in->id, ngx_strlen(in->id));
+                p = sw_json_utf8(p, (u_char *)in->id, ngx_strlen(in->id));
                 p = ngx_cpymem(p, ",\"host\":", 8);
-                p = sw_json_str(p, (u_char *)in->host, ngx_strlen(in->host));
+                p = sw_json_utf8(p, (u_char *)in->host, ngx_strlen(in->host));
                 p = ngx_sprintf(
                     p,
                     ",\"port\":%uD,\"state\":\"%s\",\"health\":\"%s\","
@@ -331,10 +355,10 @@ static ngx_int_t sw_status(ngx_http_request_t *r) {
         b->last =
             ngx_sprintf(b->last, "%s{\"kind\":\"%s\",\"name\":",
                         d == z->sh->docs ? "" : ",", sw_kind_name(d->kind));
-        b->last = sw_json_str(b->last, d->name, d->name_len);
+        b->last = sw_json_utf8(b->last, d->name, d->name_len);
         if (SW_IS_ROUTE_OP(d->kind)) {
             b->last = ngx_cpymem(b->last, ",\"source\":", 10);
-            b->last = sw_json_str(b->last, d->source, d->source_len);
+            b->last = sw_json_utf8(b->last, d->source, d->source_len);
         }
         b->last =
             ngx_sprintf(b->last,
@@ -366,8 +390,8 @@ static ngx_int_t sw_status(ngx_http_request_t *r) {
                               s->updated_us, s->copy_us, s->apply_us,
                               s->apply_cpu_us, s->publish_us, s->wakeups);
         if (s->last_rc)
-            b->last = sw_json_str(b->last, (u_char *)s->last_error,
-                                  strlen(s->last_error));
+            b->last = sw_json_utf8(b->last, (u_char *)s->last_error,
+                                   strlen(s->last_error));
         else
             b->last = ngx_cpymem(b->last, "null", 4);
         *b->last++ = '}';
@@ -721,7 +745,7 @@ static ngx_int_t sw_change_accepted(ngx_http_request_t *r, sw_admin_ctx_t *a,
     if (b != NULL) {
         b->last = ngx_sprintf(
             b->last, "{\"kind\":\"%s\",\"name\":", sw_kind_name(a->kind));
-        b->last = sw_json_str(b->last, a->name.data, a->name.len);
+        b->last = sw_json_utf8(b->last, a->name.data, a->name.len);
         b->last = ngx_sprintf(b->last,
                               ",\"generation\":%uL,\"wait_us\":%uL,"
                               "\"commit_us\":%uL,\"commit_cpu_us\":%uL,"

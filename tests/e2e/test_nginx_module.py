@@ -363,8 +363,11 @@ http {{
             p.wait()
 
     def error_log(self):
+        # nginx logs a request's bytes as they came (an error quoting a
+        # route's stray byte): read as text, each one U+FFFD
         try:
-            with open(os.path.join(self.dir, "error.log")) as f:
+            with open(os.path.join(self.dir, "error.log"),
+                      errors="replace") as f:
                 return f.read()[-3000:]
         except OSError:
             return ""

@@ -949,8 +949,47 @@ def test_state_file_of_another_version_refused_at_its_line(env):
           "the good state file not read again")
 
 
+def test_admin_answers_are_utf8(env):
+    """Every admin answer is well-formed UTF-8 JSON (RFC 8259 8.1): the
+    bytes it echoes that are not UTF-8 (a predicate's name in an error, an
+    instance's id) are written \\ufffd, as the mini-gateway writes them;
+    they went raw, and a strict reader refused the answer."""
+    def utf8_json(r, what):
+        try:
+            return json.loads(r.body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as e:
+            check(False, "%s: not UTF-8 JSON (%s): %r" % (what, e,
+                                                          r.body[:300]))
+    r = env.put("routes/live/u8", b'{"id":"u8","uri":"http://127.0.0.1:%d",'
+                b'"predicates":["Pa\xffth=/u8"]}' % env.pa)
+    check(r.status == 400, "a bad predicate answered %d" % r.status)
+    got = utf8_json(r, "the refused route's error")
+    check("Pa\ufffdth" in got["error"]["message"],
+          "the error names the predicate, U+FFFD for its stray byte: %r"
+          % got)
+    r = env.put("instances/shop", b'{"services":{"shop":[{"id":"shop-\xff",'
+                b'"host":"127.0.0.1","port":%d}]}}' % env.pa)
+    check(r.status == 200, "instances PUT answered %d %r" % (r.status,
+                                                             r.body))
+    utf8_json(r, "the accepted change's answer")
+    deadline = time.time() + 5
+    while True:
+        s = utf8_json(request(env.port, "GET", "/switchyard/status"),
+                      "/status")
+        ids = [i["id"] for x in s["services"] if x["name"] == "shop"
+               for i in x["instances"]]
+        if ids == ["shop-\ufffd"] or time.time() > deadline:
+            break
+        time.sleep(0.05)
+    check(ids == ["shop-\ufffd"], "/status: the instance's id, U+FFFD for "
+          "its stray byte: %r" % ids)
+    r = env.put("instances/shop", env.instances()["services"]["shop"])
+    check(r.status == 200, "instances restored: %d" % r.status)
+    no_crash(env)
+
 
 TESTS = [
+    test_admin_answers_are_utf8,
     test_variables_logged_for_admin_requests,
     test_unrun_filters_refused_with_location,
     test_duplicate_id_across_files_refused_by_test_and_reload,

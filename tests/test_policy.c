@@ -2596,7 +2596,7 @@ START_TEST(routers_sharing_a_store_are_told_of_other_breaker_settings) {
     sy_router_free(r1);
     ck_assert_int_eq(sy_router_apply(r2, "s", b100, strlen(b100), NULL, &e), 0);
     ck_assert_int_eq(w2.n, 1);
-    /* a commit whose publish fails after the claim gives it back: r4's
+    /* a commit whose publish fails takes nothing in the store: r4's
      * readers hold its one retired snapshot (max_retired 1) when it
      * changes a's settings; the store keeps those of its live a */
     sy_router_free(r2);
@@ -2618,6 +2618,130 @@ START_TEST(routers_sharing_a_store_are_told_of_other_breaker_settings) {
     ck_assert_int_eq(sy_router_apply(r5, "s", b100, strlen(b100), NULL, &e), 0);
     ck_assert_int_eq(w5.n, 1);
     sy_snapshot_release(held);
+    sy_router_free(r4);
+    sy_router_free(r5);
+    sy_policy_stats ps;
+    sy_policy_store_stats(st, &ps);
+    ck_assert_uint_eq(ps.breakers_used, 0);
+    free(mem);
+}
+END_TEST
+
+/* A commit whose publish fails leaves the store's breaker settings as
+ * the routers' live routes give them, whatever another router sharing
+ * the store does meanwhile. Part 1, the race: r1 changes a's settings
+ * while its readers hold its one retired snapshot (max_retired 1: the
+ * publish fails), and r2's commit of the same new settings runs inside
+ * r1's commit (r1's allocator runs it once the store's settings word of
+ * x moved, i.e. after r1 wrote it and before its publish failed). r1's
+ * live a still gives the old settings, so r2 is told. Part 2: two
+ * routers give x the same settings; one's change of them fails: a third
+ * giving the old ones is not told (every live route gives those). */
+typedef struct between {
+    sy_policy_store *st;
+    uint64_t word; /* x's settings word when armed */
+    sy_router *r2; /* armed: applies doc once the word moves */
+    const char *doc;
+    int ran, rc;
+} between;
+
+static uint64_t settings_word(sy_policy_store *st, const char *name) {
+    sy__brk *b = sy__store_breaker(st, sy__brk_key(name, strlen(name)));
+    return b ? atomic_load(sy__store_setters(st, b) + SY_OWNER_WORDS) : 0;
+}
+
+static void between_step(between *bw) {
+    if (bw->r2 && !bw->ran && settings_word(bw->st, "x") != bw->word) {
+        bw->ran = 1;
+        sy_error e;
+        bw->rc =
+            sy_router_apply(bw->r2, "s", bw->doc, strlen(bw->doc), NULL, &e);
+    }
+}
+
+static void *between_malloc(void *data, size_t n) {
+    between_step(data);
+    return malloc(n);
+}
+
+static void *between_realloc(void *data, void *p, size_t n) {
+    between_step(data);
+    return realloc(p, n);
+}
+
+static void between_free(void *data, void *p) {
+    (void)data;
+    free(p);
+}
+
+START_TEST(a_failed_publish_leaves_the_store_settings_as_routes_give_them) {
+    size_t len = sy_policy_store_bytes(64, 16);
+    void *mem = aligned_alloc(64, len);
+    sy_policy_store *st;
+    ck_assert_int_eq(sy_policy_store_init(mem, len, 64, 16, &st, NULL), 0);
+    between bw = {.st = st};
+    warns w1 = {0}, w2 = {0};
+    sy_allocator al = {between_malloc, between_realloc, between_free, &bw};
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.policy_store = st;
+    o.on_log = count_warns;
+    o.callback_data = &w1;
+    o.max_retired = 1;
+    o.allocator = &al;
+    sy_router *r1, *r2 = store_router(st, &w2, 0);
+    ck_assert_int_eq(sy_router_new(&o, &r1, NULL), 0);
+    ck_assert_int_eq(sy_router_add_source(r1, "s", NULL), 0);
+    sy_error e;
+    static const char a25[] = "[" X_ROUTE("a", "25") "]";
+    static const char a25n[] =
+        "[" X_ROUTE("a", "25") ",{\"id\":\"n\",\"uri\":\"http://c\"}]";
+    static const char a100n[] =
+        "[" X_ROUTE("a", "100") ",{\"id\":\"n\",\"uri\":\"http://c\"}]";
+    static const char b100[] = "[" X_ROUTE("b", "100") "]";
+    ck_assert_int_eq(sy_router_apply(r1, "s", a25, strlen(a25), NULL, &e), 0);
+    sy_router_reclaim(r1);
+    sy_snapshot *held = sy_router_acquire(r1);
+    ck_assert_int_eq(sy_router_apply(r1, "s", a25n, strlen(a25n), NULL, &e), 0);
+    bw.word = settings_word(st, "x");
+    bw.r2 = r2;
+    bw.doc = b100;
+    ck_assert_int_eq(sy_router_apply(r1, "s", a100n, strlen(a100n), NULL, &e),
+                     SY_EBUSY);
+    if (!bw.ran) /* nothing moved inside r1's commit: r2's comes after */
+        bw.rc = sy_router_apply(r2, "s", b100, strlen(b100), NULL, &e);
+    bw.r2 = NULL;
+    ck_assert_int_eq(bw.rc, 0);
+    ck_assert_msg(w2.n == 1 && strstr(w2.last, "owner 1") &&
+                      strstr(w2.last, "route 'b'"),
+                  "r2 told %d times (r1's live a gives 25): %s", w2.n, w2.last);
+    sy_snapshot_release(held);
+    sy_router_reclaim(r1);
+    /* r1 published: it follows r2's settings, and is not told */
+    ck_assert_int_eq(sy_router_apply(r1, "s", a100n, strlen(a100n), NULL, &e),
+                     0);
+    ck_assert_int_eq(w1.n, 0);
+    sy_router_free(r1);
+    sy_router_free(r2);
+
+    /* part 2: r3 and r4 give x 25; r3's change to 100 fails */
+    warns w3 = {0}, w4 = {0}, w5 = {0};
+    sy_router *r3 = store_router(st, &w3, 1), *r4 = store_router(st, &w4, 0);
+    static const char b25[] = "[" X_ROUTE("b", "25") "]";
+    static const char c25[] = "[" X_ROUTE("c", "25") "]";
+    ck_assert_int_eq(sy_router_apply(r3, "s", a25, strlen(a25), NULL, &e), 0);
+    ck_assert_int_eq(sy_router_apply(r4, "s", b25, strlen(b25), NULL, &e), 0);
+    ck_assert_int_eq(w4.n, 0);
+    sy_router_reclaim(r3);
+    held = sy_router_acquire(r3);
+    ck_assert_int_eq(sy_router_apply(r3, "s", a25n, strlen(a25n), NULL, &e), 0);
+    ck_assert_int_eq(sy_router_apply(r3, "s", a100n, strlen(a100n), NULL, &e),
+                     SY_EBUSY);
+    sy_router *r5 = store_router(st, &w5, 0);
+    ck_assert_int_eq(sy_router_apply(r5, "s", c25, strlen(c25), NULL, &e), 0);
+    ck_assert_msg(w5.n == 0, "r5 told though every live route gives 25: %s",
+                  w5.last);
+    sy_snapshot_release(held);
+    sy_router_free(r3);
     sy_router_free(r4);
     sy_router_free(r5);
     sy_policy_stats ps;
@@ -3247,6 +3371,8 @@ int main(void) {
     tcase_add_test(
         tc, routes_naming_one_breaker_share_it_and_a_new_config_resets_it);
     tcase_add_test(tc, routes_naming_one_breaker_must_agree_on_its_settings);
+    tcase_add_test(
+        tc, a_failed_publish_leaves_the_store_settings_as_routes_give_them);
     tcase_add_test(tc, a_host_refuses_what_it_does_not_run);
     tcase_add_test(tc, fallback_variables_must_be_captured);
     tcase_add_test(tc, route_host_runs_lists_every_host_run_item);

@@ -213,7 +213,7 @@ static void clear_window(sy__brk *b) {
  * two live routes naming one breaker with different settings
  * (router/commit_brk.c); routers sharing a store may still publish
  * different ones for a name (told, not refused: store.h
- * sy__store_settings_claim): they do not reset it in turn, the first
+ * sy__store_settings_follow): they do not reset it in turn, the first
  * asked keeps it. */
 static uint64_t rel_now(sy_policy_store *st, sy__brk_now *now) {
     if (!now->ms)

@@ -386,13 +386,6 @@ static int other_setter(sy_policy_store *st, const sy__brk *b, int owner) {
     return -1;
 }
 
-static bool is_setter(sy_policy_store *st, const sy__brk *b, int owner) {
-    return atomic_load_explicit(&sy__store_setters(st, b)[owner / 64],
-                                memory_order_relaxed) >>
-               (owner % 64) &
-           1;
-}
-
 static void set_setter(sy_policy_store *st, const sy__brk *b, int owner,
                        bool on) {
     _Atomic uint64_t *w = &sy__store_setters(st, b)[owner / 64];
@@ -407,16 +400,22 @@ static _Atomic uint64_t *settings_fp(sy_policy_store *st, const sy__brk *b) {
     return sy__store_setters(st, b) + SY_OWNER_WORDS;
 }
 
-int sy__store_settings_claim(sy_policy_store *st, int owner,
-                             sy__store_setting *v, size_t n, bool dry,
-                             size_t *clash, int *other) {
+int sy__store_settings_follow(sy_policy_store *st, int owner,
+                              const sy__store_setting *v, size_t n,
+                              size_t *clash, int *other) {
     if (owner < 0 || owner >= (int)SY_STORE_OWNERS || !n)
         return 0;
     int found = 0;
     sy__store_brk_lock(st);
     for (size_t i = 0; i < n; i++) {
-        sy__brk *b = v[i].count ? brk_find(st, v[i].key, NULL, NULL) : NULL;
-        int o = b ? other_setter(st, b, owner) : -1;
+        sy__brk *b = brk_find(st, v[i].key, NULL, NULL);
+        if (!b)
+            continue;
+        if (!v[i].count) { /* its last route gone */
+            set_setter(st, b, owner, false);
+            continue;
+        }
+        int o = other_setter(st, b, owner);
         if (!found && o >= 0 &&
             atomic_load_explicit(settings_fp(st, b), memory_order_relaxed) !=
                 v[i].fp) {
@@ -424,48 +423,12 @@ int sy__store_settings_claim(sy_policy_store *st, int owner,
             *other = o;
             found = 1;
         }
-        if (!b || dry)
-            continue;
-        v[i].prev_set = is_setter(st, b, owner);
-        v[i].prev_fp =
-            atomic_load_explicit(settings_fp(st, b), memory_order_relaxed);
         set_setter(st, b, owner, true);
         atomic_store_explicit(settings_fp(st, b), v[i].fp,
                               memory_order_relaxed);
     }
     sy__store_brk_unlock(st);
     return found;
-}
-
-void sy__store_settings_undo(sy_policy_store *st, int owner,
-                             const sy__store_setting *v, size_t n) {
-    if (owner < 0 || owner >= (int)SY_STORE_OWNERS || !n)
-        return;
-    sy__store_brk_lock(st);
-    for (size_t i = 0; i < n; i++) {
-        sy__brk *b = v[i].count ? brk_find(st, v[i].key, NULL, NULL) : NULL;
-        if (!b)
-            continue;
-        if (!v[i].prev_set)
-            set_setter(st, b, owner, false);
-        else if (other_setter(st, b, owner) < 0)
-            atomic_store_explicit(settings_fp(st, b), v[i].prev_fp,
-                                  memory_order_relaxed);
-    }
-    sy__store_brk_unlock(st);
-}
-
-void sy__store_settings_release(sy_policy_store *st, int owner,
-                                const sy__store_setting *v, size_t n) {
-    if (owner < 0 || owner >= (int)SY_STORE_OWNERS || !n)
-        return;
-    sy__store_brk_lock(st);
-    for (size_t i = 0; i < n; i++) {
-        sy__brk *b = v[i].count ? NULL : brk_find(st, v[i].key, NULL, NULL);
-        if (b)
-            set_setter(st, b, owner, false);
-    }
-    sy__store_brk_unlock(st);
 }
 
 uint64_t sy__store_owner_pid(sy_policy_store *st, int owner) {

@@ -34,10 +34,12 @@
  * Routes naming one breaker must give it one set of window settings
  * (router/commit_brk.c), across the routers of a store too: an entry
  * keeps the fingerprint of the settings its setters' live routes give it
- * and a setter bit per owner with such a route, set at the commit that
- * publishes its first and cleared at the one that publishes its last
- * gone (sy__store_settings_*); a commit of other settings while another
- * owner's bit is set is told so (the router logs it), not refused.
+ * and a setter bit per owner with such a route, set after the commit
+ * that publishes its first and cleared after the one that publishes its
+ * last gone (sy__store_settings_follow: published commits only, so a
+ * failed one has nothing to give back); a commit of other settings while
+ * another owner's bit is set is told so (the router logs it), not
+ * refused.
  */
 #ifndef SY_POLICY_STORE_H
 #define SY_POLICY_STORE_H
@@ -213,32 +215,26 @@ sy__brk *sy__store_breaker_hold(sy_policy_store *st, uint64_t key, int owner);
 void sy__store_breaker_drop(sy_policy_store *st, uint64_t key, int owner);
 /* A router's (owner's) breaker settings after its commit: key, the
  * fingerprint of the settings its live routes give it and how many name
- * it (0: none now); prev_*: what the claim found, for an undo. */
+ * it (0: none now). */
 typedef struct sy__store_setting {
     uint64_t key, fp;
     uint32_t count;
-    bool prev_set;
-    uint64_t prev_fp;
 } sy__store_setting;
-/* Owner `owner`'s commit gives the keys of v[0, n) with count > 0 these
- * settings: unless dry, the owner's setter bit is set at each and the
- * entry's settings become its (the last router to change them sets
- * them; keys without an entry are passed: a check claims none). 1 when
- * another owner's live routes give one of them other settings (*clash:
- * the first one's index in v, *other: that owner), else 0. Not refused:
+/* Owner `owner`'s commit was published, giving the keys of v[0, n) these
+ * settings: at each key of count > 0 the owner's setter bit is set and
+ * the entry's settings become its (the last router to publish a change
+ * sets them); at each of count 0 (its last route gone) its setter bit
+ * goes. Keys without an entry are passed. Only a published commit comes
+ * here, so a failed one has nothing to give back, and nothing another
+ * router took up meanwhile can be undone under it. 1 when another
+ * owner's live routes give one of them other settings (*clash: the
+ * first one's index in v, *other: that owner), else 0. Not refused:
  * workers applying one change one after the other (nginx's), or a
  * reload's new workers beside the old ones draining, differ for a while
  * by design. Writer side (takes the lock). */
-int sy__store_settings_claim(sy_policy_store *st, int owner,
-                             sy__store_setting *v, size_t n, bool dry,
-                             size_t *clash, int *other);
-/* The commit was not published: what the claim set is undone (a setting
- * another owner joined since stays). */
-void sy__store_settings_undo(sy_policy_store *st, int owner,
-                             const sy__store_setting *v, size_t n);
-/* Published: the owner's setter bit goes at the keys of count 0. */
-void sy__store_settings_release(sy_policy_store *st, int owner,
-                                const sy__store_setting *v, size_t n);
+int sy__store_settings_follow(sy_policy_store *st, int owner,
+                              const sy__store_setting *v, size_t n,
+                              size_t *clash, int *other);
 /* The process id of owner slot `owner` (0: free). */
 uint64_t sy__store_owner_pid(sy_policy_store *st, int owner);
 

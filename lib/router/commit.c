@@ -161,9 +161,8 @@ static int publish_work(commit *c, sy_error *err) {
                  ? sy__pub_publish(r->pub, &f->pub)
                  : SY_ENOMEM;
     if (rc) {
-        /* not published: what was attached for it is released, the
-         * breaker settings claimed in the store given back */
-        sy__commit_brk_undo(c);
+        /* not published: what was attached for it is released (the
+         * store's breaker settings are taken only once published) */
         for (size_t k = 0; k < i; k++)
             if (held[k] & ATTACHED)
                 sy__router_route_released(r, t->v[k]);

@@ -16,8 +16,9 @@
  *
  * Routers sharing a policy store cannot be made to agree so (workers
  * apply one change one after the other): the store keeps each breaker's
- * settings and which routers' live routes name it, claimed here, and a
- * commit of other settings than another router's is logged (WARN). A
+ * settings and which routers' live routes name it, taken there once a
+ * commit is published (nothing to give back when a publish fails), and
+ * a commit of other settings than another router's is logged (WARN). A
  * lenient document leaves out a route whose settings clash with live
  * routes that stay, as an issue (sy__commit_brk_lenient).
  */
@@ -55,7 +56,6 @@ typedef struct sy__brk_store {
     sy__store_setting *v;
     uint32_t *at;
     size_t n;
-    sy_error warn; /* another router's other settings (code 0: none) */
 } sy__brk_store;
 
 /* ---- the router's map: breaker key -> settings, routes naming it ---- */
@@ -264,7 +264,7 @@ static void weigh(group *g, const sy__brk_delta *d, uint32_t i) {
     }
 }
 
-static int store_claim(commit *c, sy_error *err);
+static void store_follow(commit *c);
 static int store_clash(sy_router *r, sy_error *err, const char *path,
                        const sy__brk_cfg *cfg, const struct sy_route *rt,
                        int other);
@@ -343,8 +343,7 @@ int sy__commit_brk_check(commit *c, sy_error *err) {
              * or a key the router's routes no longer name */
             if (fi->count ? !(e->live && fi->fp == e->base) : e->live) {
                 sy__brk_store *bs = c->brk_store;
-                bs->v[bs->n] =
-                    (sy__store_setting){fi->key, fi->fp, fi->count, false, 0};
+                bs->v[bs->n] = (sy__store_setting){fi->key, fi->fp, fi->count};
                 bs->at[bs->n++] =
                     fi->count ? (base ? e->base_add : e->other_at) : 0;
             }
@@ -352,45 +351,33 @@ int sy__commit_brk_check(commit *c, sy_error *err) {
     }
     sy__free(a, g);
     sy__free(a, ix);
-    if (rc == SY_OK)
-        rc = store_claim(c, err);
-    else
-        c->brk_store->n = 0; /* nothing claimed */
-    if (rc == SY_OK && !c->dry && !set_reserve(r, fresh)) {
-        sy__commit_brk_undo(c);
+    if (rc || c->dry)
+        c->brk_store->n = 0; /* nothing for the store */
+    if (rc == SY_OK && !c->dry && !set_reserve(r, fresh))
         rc = sy__commit_nomem(err);
-    }
     return rc;
 }
 
-/* Routers sharing the store are told of each other's settings: the keys
- * whose settings this commit first gives or changes are claimed there (a
- * check only looks); another router's live routes of other settings are
- * logged after the publish, not refused (store.h
- * sy__store_settings_claim says why). */
-static int store_claim(commit *c, sy_error *err) {
-    (void)err;
+/* Routers sharing the store are told of each other's settings: once the
+ * commit is published, the keys whose settings it first gives or
+ * changes are taken there and those its routes no longer name given up;
+ * another router's live routes of other settings are logged, not refused
+ * (store.h sy__store_settings_follow says why). Taken before the publish,
+ * a failed one had to give them back, and could take back what another
+ * router had taken up meanwhile (its settings: it was not told). */
+static void store_follow(commit *c) {
     sy__brk_store *bs = c->brk_store;
     size_t at = 0;
     int other = -1;
-    bs->warn.code = 0;
-    if (!bs->n || !sy__store_settings_claim(c->r->policy, c->r->brk_owner,
-                                            bs->v, bs->n, c->dry, &at, &other))
-        return SY_OK;
-    /* told after the publish (sy__commit_brk_follow), not refused */
+    if (!sy__store_settings_follow(c->r->policy, c->r->brk_owner, bs->v, bs->n,
+                                   &at, &other))
+        return;
     const sy__brk_delta *later = &c->brk_d[bs->at[at] - 1];
     char path[96];
+    sy_error warn;
     later_path(c, later, path, sizeof path);
-    store_clash(c->r, &bs->warn, path, later->cfg, later->rt, other);
-    return SY_OK;
-}
-
-void sy__commit_brk_undo(commit *c) {
-    sy__brk_store *bs = c->brk_store;
-    if (bs && bs->n && !c->dry)
-        sy__store_settings_undo(c->r->policy, c->r->brk_owner, bs->v, bs->n);
-    if (bs)
-        bs->n = 0;
+    store_clash(c->r, &warn, path, later->cfg, later->rt, other);
+    sy__router_log(c->r, SY_LOG_WARN, "%s: %s", warn.path, warn.message);
 }
 
 /* The error of a route whose breaker another router sharing the store
@@ -580,13 +567,9 @@ void sy__commit_brk_follow(commit *c) {
         set_put(c->r, c->brk_final[i].key, c->brk_final[i].fp,
                 c->brk_final[i].count);
     c->brk_final_n = 0;
-    /* the keys its routes no longer name: its setter bits go */
     sy__brk_store *bs = c->brk_store;
-    if (bs && bs->warn.code)
-        sy__router_log(c->r, SY_LOG_WARN, "%s: %s", bs->warn.path,
-                       bs->warn.message);
     if (bs && bs->n)
-        sy__store_settings_release(c->r->policy, c->r->brk_owner, bs->v, bs->n);
+        store_follow(c);
     if (bs)
         bs->n = 0;
 }

@@ -72,8 +72,8 @@ typedef struct commit {
     size_t brk_d_n, brk_d_cap;
     struct sy__brk_final *brk_final;
     size_t brk_final_n;
-    /* the keys whose settings the commit claims in the policy store
-     * (routers sharing it agree too), undone if it is not published */
+    /* the keys whose settings the commit gives the policy store once it
+     * is published (routers sharing it are told of each other's) */
     struct sy__brk_store *brk_store;
 } commit;
 
@@ -95,9 +95,8 @@ int sy__commit_brk_add(commit *c, const struct sy_route *rt, bool added);
  * naming one breaker with different settings, at the later route's
  * CircuitBreaker, naming the other route and the first setting that
  * differs; else what the router's map of breaker settings becomes is
- * kept for sy__commit_brk_follow, and the settings it first gives or
- * changes are claimed in the policy store (a check: looked at; another
- * router's other settings are logged at the follow, not refused). */
+ * kept for sy__commit_brk_follow, with the settings it first gives or
+ * changes (and the keys it no longer names) for the policy store. */
 int sy__commit_brk_check(commit *c, sy_error *err);
 /* Lenient: a route of document `doc` (source si's) left out because it
  * gives its breaker other settings than live routes that stay (another
@@ -119,12 +118,11 @@ int sy__commit_brk_lenient(commit *c, uint32_t si,
                            const struct sy_document *doc,
                            const struct reuse_ctx *rctx, sy__brk_skip **out,
                            size_t *nout, sy_error *err);
-/* Published: the router's map of breaker settings follows, its setter
- * bits in the store, and another router's other settings are logged. */
+/* Published: the router's map of breaker settings follows, its settings
+ * and setter bits in the store (taken only now: a commit not published
+ * leaves the store as it was), and another router's other settings are
+ * logged. */
 void sy__commit_brk_follow(commit *c);
-/* Not published after a check that passed: the settings it claimed in
- * the store are given back. */
-void sy__commit_brk_undo(commit *c);
 void sy__commit_brk_free(commit *c);
 
 /* Run one staged change on the working state: its part report in *rep

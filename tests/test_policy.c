@@ -2523,6 +2523,146 @@ START_TEST(lenient_mode_leaves_out_a_route_whose_breaker_settings_clash) {
 }
 END_TEST
 
+/* A lenient change set is weighed whole: routes of its changes that give
+ * one breaker clashing settings are left out, each an issue of its
+ * change's part at its CircuitBreaker naming a route that stays, and the
+ * rest applied. The settings that stay are the live routes' that stay as
+ * they are, else those of the set's first route naming the breaker (in
+ * change order, and document order within one). Strict refuses the whole
+ * set at the later route. */
+static const sy_error *part_issue(const sy_report *rep, size_t part,
+                                  size_t count) {
+    const sy_report *p = sy_report_part(rep, part);
+    ck_assert_uint_eq(sy_report_issue_count(p), count);
+    return count ? sy_report_issue(p, 0) : NULL;
+}
+
+static int commit_set(sy_router *r, const char *const *ops, bool dry,
+                      sy_report **rep, sy_error *e) {
+    /* ops: "s:JSON" applies a document to source s, "+s:JSON" upserts a
+     * route into it, "-id" removes a route */
+    sy_change_set *cs;
+    ck_assert_int_eq(sy_change_set_new(r, &cs, NULL), 0);
+    for (size_t i = 0; ops[i]; i++) {
+        const char *o = ops[i];
+        if (o[0] == '-') {
+            ck_assert_int_eq(sy_change_set_remove_route(cs, o + 1, NULL), 0);
+            continue;
+        }
+        bool up = o[0] == '+';
+        char src[2] = {o[up], 0};
+        const char *json = o + up + 2;
+        ck_assert_int_eq(
+            up ? sy_change_set_upsert_route(cs, src, json, strlen(json), NULL)
+               : sy_change_set_apply(cs, src, json, strlen(json), NULL),
+            0);
+    }
+    int rc =
+        dry ? sy_router_check(r, cs, rep, e) : sy_router_commit(r, cs, rep, e);
+    sy_change_set_free(cs);
+    return rc;
+}
+
+#define PLAIN(ID) "{\"id\":\"" ID "\",\"uri\":\"http://c\"}"
+
+START_TEST(a_lenient_change_set_leaves_out_routes_clashing_within_it) {
+    sy_router *r = lenient_breaker_router();
+    sy_error e;
+    sy_report *rep;
+    /* two documents of one set, nothing live: s's a (first) stays, t's u
+     * is left out naming it; c and v applied. A check says the same and
+     * holds nothing */
+    const char *two_docs[] = {"s:[" X_ROUTE("a", "25") "," PLAIN("c") "]",
+                              "t:[" PLAIN("v") "," X_ROUTE("u", "100") "]",
+                              NULL};
+    for (int dry = 1; dry >= 0; dry--) {
+        ck_assert_msg(commit_set(r, two_docs, dry, &rep, &e) == 0, "%s: %s",
+                      e.path, e.message);
+        part_issue(rep, 0, 0);
+        const sy_error *is = part_issue(rep, 1, 1);
+        ck_assert_int_eq(is->code, SY_EARG);
+        ck_assert_str_eq(is->path, "[1].filters[1]");
+        ck_assert_msg(strstr(is->message, "route 'a'") &&
+                          strstr(is->message, "failureRateThreshold 100"),
+                      "%s", is->message);
+        sy_report_free(rep);
+        sy_router_reclaim(r);
+        ck_assert_uint_eq(uses_of(r, "x"), dry ? 0 : 1);
+    }
+    sy_snapshot_release(holds_routes(r, "a,c,v"));
+    /* upserts: b's 100s beside the live a are left out (the set goes on),
+     * d's 25s join, c goes */
+    const char *upserts[] = {"+s:" X_ROUTE("b", "100"),
+                             "+s:" X_ROUTE("d", "25"), "-c", NULL};
+    ck_assert_msg(commit_set(r, upserts, false, &rep, &e) == 0, "%s: %s",
+                  e.path, e.message);
+    const sy_error *is = part_issue(rep, 0, 1);
+    ck_assert_str_eq(is->path, "route.filters[1]");
+    ck_assert_msg(strstr(is->message, "route 'a'"), "%s", is->message);
+    part_issue(rep, 1, 0);
+    sy_report_free(rep);
+    sy_snapshot_release(holds_routes(r, "a,d,v"));
+    sy_router_reclaim(r);
+    ck_assert_uint_eq(uses_of(r, "x"), 2);
+    /* a change clashing with a route an earlier change of the set added:
+     * a and d go, f's 100s come first and stay, t's g (25s, the old
+     * settings) is left out naming f */
+    const char *after[] = {"-a", "-d", "+s:" X_ROUTE("f", "100"),
+                           "t:[" X_ROUTE("g", "25") "," PLAIN("v") "]", NULL};
+    ck_assert_msg(commit_set(r, after, false, &rep, &e) == 0, "%s: %s", e.path,
+                  e.message);
+    is = part_issue(rep, 3, 1);
+    ck_assert_str_eq(is->path, "[0].filters[1]");
+    ck_assert_msg(strstr(is->message, "route 'f'"), "%s", is->message);
+    sy_report_free(rep);
+    sy_snapshot_release(holds_routes(r, "f,v"));
+    sy_router_reclaim(r);
+    ck_assert_uint_eq(uses_of(r, "x"), 1);
+    /* the map follows what was published: f gone, the 25s come back */
+    ck_assert_int_eq(sy_router_remove_route(r, "f", &e), 0);
+    sy_router_reclaim(r);
+    ck_assert_uint_eq(uses_of(r, "x"), 0);
+    static const char g25[] = "[" X_ROUTE("g", "25") "," PLAIN("v") "]";
+    ck_assert_int_eq(sy_router_apply(r, "t", g25, strlen(g25), &rep, &e), 0);
+    ck_assert_uint_eq(sy_report_issue_count(rep), 0);
+    sy_report_free(rep);
+    /* a shared breaker's settings changed across two sources in one set:
+     * nothing left out (every route naming it changes) */
+    static const char s25[] = "[" X_ROUTE("a", "25") "]";
+    ck_assert_int_eq(sy_router_apply(r, "s", s25, strlen(s25), NULL, &e), 0);
+    const char *both[] = {"s:[" X_ROUTE("a", "100") "]",
+                          "t:[" X_ROUTE("g", "100") "," PLAIN("v") "]", NULL};
+    ck_assert_msg(commit_set(r, both, false, &rep, &e) == 0, "%s: %s", e.path,
+                  e.message);
+    part_issue(rep, 0, 0);
+    part_issue(rep, 1, 0);
+    sy_report_free(rep);
+    sy_snapshot_release(holds_routes(r, "a,g,v"));
+    sy_router_reclaim(r);
+    ck_assert_uint_eq(uses_of(r, "x"), 2);
+    /* a one-route commit has nothing else to keep: refused, as strict */
+    static const char b25[] = X_ROUTE("b", "25");
+    ck_assert_int_eq(sy_router_upsert_route(r, "s", b25, strlen(b25), &e),
+                     SY_EARG);
+    ck_assert_str_eq(e.path, "route.filters[1]");
+    sy_router_free(r);
+
+    /* strict: the two documents refuse the whole set, at the later route */
+    sy_router_options o = SY_ROUTER_OPTIONS_INIT;
+    o.policy_breakers = 16;
+    ck_assert_int_eq(sy_router_new(&o, &r, NULL), 0);
+    ck_assert_int_eq(sy_router_add_source(r, "s", NULL), 0);
+    ck_assert_int_eq(sy_router_add_source(r, "t", NULL), 0);
+    ck_assert_int_eq(commit_set(r, two_docs, false, NULL, &e), SY_EARG);
+    ck_assert_str_eq(e.path, "[1].filters[1]");
+    ck_assert_msg(strstr(e.message, "route 'a'"), "%s", e.message);
+    sy_snapshot_release(holds_routes(r, ""));
+    sy_router_reclaim(r);
+    ck_assert_uint_eq(uses_of(r, "x"), 0);
+    sy_router_free(r);
+}
+END_TEST
+
 /* Routers sharing one store (workers, processes) are told when they give
  * a breaker other settings than another router's live routes: the store
  * keeps the settings its routers' live routes give each name (the last
@@ -3373,6 +3513,8 @@ int main(void) {
     tcase_add_test(tc, routes_naming_one_breaker_must_agree_on_its_settings);
     tcase_add_test(
         tc, a_failed_publish_leaves_the_store_settings_as_routes_give_them);
+    tcase_add_test(tc,
+                   a_lenient_change_set_leaves_out_routes_clashing_within_it);
     tcase_add_test(tc, a_host_refuses_what_it_does_not_run);
     tcase_add_test(tc, fallback_variables_must_be_captured);
     tcase_add_test(tc, route_host_runs_lists_every_host_run_item);

@@ -361,6 +361,7 @@ static int run_begin(commit_run *u, sy_router *r, sy_error *err) {
  * part report when there is one). */
 static int run_steps(commit_run *u, sy_error *err) {
     for (size_t i = 0; i < u->n; i++) {
+        u->c.step = i;
         int rc = sy__commit_step(&u->c, &u->items[i], &u->part, err);
         if (!rc && !u->single && sy__report_add_part(u->all, u->part)) {
             sy_report_free(u->part);
@@ -462,7 +463,32 @@ static void run_published(commit_run *u, sy_report **report) {
     hand_report(u->single ? u->part : u->all, report);
 }
 
-/* Steps, publish, then the refused or the published commit's ending. */
+/* Steps, then the publish (a check: its checks). */
+static int run_once(commit_run *u, sy_router *r, sy_error *err) {
+    int rc = run_begin(u, r, err);
+    if (rc == SY_OK)
+        rc = run_steps(u, err);
+    uint64_t t1 = sy__now_monotonic_us();
+    if (rc == SY_OK && u->c.inter.n && !u->c.dry) {
+        /* after a document, the publish's sorts are a bulk as its steps'
+         * temporaries were (commit_steps.c step_apply) */
+        bool doc = false;
+        for (size_t i = 0; i < u->n; i++)
+            doc |= u->items[i].kind == SY_CHANGE_APPLY;
+        bool bulk = sy__alloc_bulk(doc);
+        rc = publish_work(&u->c, err);
+        sy__alloc_bulk(bulk);
+    }
+    u->publish_us = sy__now_monotonic_us() - t1 + u->c.derive_us;
+    if (rc == SY_OK && u->c.inter.n && u->c.dry)
+        rc = check_work(&u->c, err);
+    return rc;
+}
+
+/* Steps, publish, then the refused or the published commit's ending. A
+ * lenient change set whose routes give a breaker clashing settings runs
+ * twice: the first run finds the routes to leave out (sy__commit_brk_check
+ * weighs the whole set), the second leaves them out, as issues. */
 int sy__commit_run(sy_router *r, const sy__change *items, size_t n, bool single,
                    bool dry, sy_report **report, sy_error *err) {
     commit_run u;
@@ -471,30 +497,31 @@ int sy__commit_run(sy_router *r, const sy__change *items, size_t n, bool single,
     u.n = n;
     u.single = single;
     u.c.dry = dry;
+    u.c.may_leave = r->opts.lenient && !single;
     sy_error local;
     if (!err)
         err = &local;
     memset(err, 0, sizeof *err);
-    int rc = run_begin(&u, r, err);
-    if (rc == SY_OK)
-        rc = run_steps(&u, err);
-    uint64_t t1 = sy__now_monotonic_us();
-    if (rc == SY_OK && u.c.inter.n && !dry) {
-        /* after a document, the publish's sorts are a bulk as its steps'
-         * temporaries were (commit_steps.c step_apply) */
-        bool doc = false;
-        for (size_t i = 0; i < n; i++)
-            doc |= items[i].kind == SY_CHANGE_APPLY;
-        bool bulk = sy__alloc_bulk(doc);
-        rc = publish_work(&u.c, err);
-        sy__alloc_bulk(bulk);
+    int rc = run_once(&u, r, err);
+    if (rc == SY__BRK_LEAVE) {
+        struct sy__brk_leave *leave = u.c.brk_leave;
+        size_t nleave = u.c.brk_leave_n;
+        u.c.brk_leave = NULL;
+        sy_report_free(u.all);
+        sy_report_free(u.part);
+        commit_cleanup(&u.c);
+        memset(&u, 0, sizeof u);
+        u.items = items;
+        u.n = n;
+        u.single = single;
+        u.c.dry = dry;
+        u.c.may_leave = u.c.rerun = true;
+        u.c.brk_leave = leave;
+        u.c.brk_leave_n = nleave;
+        memset(err, 0, sizeof *err);
+        rc = run_once(&u, r, err);
     }
-    u.publish_us = sy__now_monotonic_us() - t1 + u.c.derive_us;
     u.now = sy__now_realtime_ms();
-    if (rc)
-        return run_refused(&u, rc, report, err);
-    if (rc == SY_OK && u.c.inter.n && dry)
-        rc = check_work(&u.c, err);
     if (rc)
         return run_refused(&u, rc, report, err);
     if (dry) { /* a check: everything held, nothing published or kept */

@@ -26,7 +26,9 @@
 #include "policy/breaker.h"
 #include "router/commit_int.h"
 #include "router/commit_reuse.h"
+#include "router/report.h"
 #include "router/router_int.h"
+#include "snapshot/diff.h"
 
 #include <stdio.h>
 
@@ -34,7 +36,17 @@ typedef struct sy__brk_at {
     const struct sy_route *rt;
     const char *list; /* NULL: "route" */
     unsigned index;
+    size_t change; /* its change's index in the set */
 } sy__brk_at;
+
+/* A route a lenient change set leaves out: change `change`'s route at
+ * document position pos (a one-route change: any), and its error. */
+typedef struct sy__brk_leave {
+    size_t change;
+    uint32_t pos;
+    bool doc;
+    sy_error e;
+} sy__brk_leave;
 
 typedef struct sy__brk_delta {
     uint64_t key, fp;
@@ -149,7 +161,7 @@ int sy__commit_brk_note(commit *c, const struct sy_route *rt, const char *list,
             return sy__commit_nomem(err);
         c->brk_at = v;
     }
-    c->brk_at[c->brk_at_n++] = (sy__brk_at){rt, list, index};
+    c->brk_at[c->brk_at_n++] = (sy__brk_at){rt, list, index, c->step};
     return SY_OK;
 }
 
@@ -186,13 +198,20 @@ static const struct sy_route *route_naming(const commit *c, uint64_t key,
     return NULL;
 }
 
-/* An added route's CircuitBreaker's place in its change, in path. */
-static void later_path(const commit *c, const sy__brk_delta *later, char *path,
-                       size_t n) {
-    const sy__brk_at *at = NULL;
-    for (size_t i = c->brk_at_n; i-- > 0 && !at;)
-        if (c->brk_at[i].rt == later->rt)
-            at = &c->brk_at[i];
+/* Where an added route stands in its change (the last noted). */
+static const sy__brk_at *at_of(const commit *c, const struct sy_route *rt) {
+    for (size_t i = c->brk_at_n; i-- > 0;)
+        if (c->brk_at[i].rt == rt)
+            return &c->brk_at[i];
+    return NULL;
+}
+
+/* An added route's CircuitBreaker's place in its change (at, else
+ * looked up), in path. */
+static void at_path(const commit *c, const sy__brk_at *at,
+                    const sy__brk_delta *later, char *path, size_t n) {
+    if (!at)
+        at = at_of(c, later->rt);
     *path = 0;
     if (at) {
         int k = at->list ? snprintf(path, n, "%s[%u]", at->list, at->index)
@@ -200,6 +219,11 @@ static void later_path(const commit *c, const sy__brk_delta *later, char *path,
         if (later->ri >= 0 && k > 0 && (size_t)k < n)
             snprintf(path + k, n - (size_t)k, ".filters[%d]", later->ri);
     }
+}
+
+static void later_path(const commit *c, const sy__brk_delta *later, char *path,
+                       size_t n) {
+    at_path(c, NULL, later, path, n);
 }
 
 /* Breaker `key` would be named with two settings: `later` (an added
@@ -229,9 +253,14 @@ static int conflict(commit *c, uint64_t key, const sy__brk_delta *first,
 typedef struct group {
     uint64_t key, base, other;
     int64_t base_n, other_n;     /* routes of each that stay */
+    int64_t live_n;              /* live routes that stay as they are */
     uint32_t base_add;           /* the first added route of the base, + 1 */
     uint32_t other_at, third_at; /* the first of other, of a third, + 1 */
     bool live;                   /* base is the live routes' */
+    bool clash;                  /* a lenient set leaves routes out */
+    uint64_t win;                /* then: the settings that stay */
+    const sy__brk_cfg *wcfg;
+    const struct sy_route *wrt; /* a route giving them */
 } group;
 
 /* Groups by key: open addressing over indexes + 1 into g (0: empty). */
@@ -246,6 +275,7 @@ static size_t group_at(const uint32_t *ix, size_t m, const group *g,
 static void weigh(group *g, const sy__brk_delta *d, uint32_t i) {
     if (d->d < 0) { /* a live route's: of the base */
         g->base_n -= d->fp == g->base;
+        g->live_n--;
         return;
     }
     if (!g->base)
@@ -265,6 +295,8 @@ static void weigh(group *g, const sy__brk_delta *d, uint32_t i) {
 }
 
 static void store_follow(commit *c);
+static int leave_out(commit *c, group *g, size_t ng, const uint32_t *ix,
+                     size_t cap, sy_error *err);
 static int store_clash(sy_router *r, sy_error *err, const char *path,
                        const sy__brk_cfg *cfg, const struct sy_route *rt,
                        int other);
@@ -308,17 +340,21 @@ int sy__commit_brk_check(commit *c, sy_error *err) {
             ng_->key = d[i].key;
             uint32_t n0 = 0;
             ng_->live = set_find(r, d[i].key, &ng_->base, &n0);
-            ng_->base_n = n0;
+            ng_->base_n = ng_->live_n = n0;
             ix[at] = (uint32_t)++ng;
         }
         weigh(&g[ix[at] - 1], &d[i], (uint32_t)i);
     }
     int rc = SY_OK;
-    size_t fresh = 0;
+    size_t fresh = 0, clashes = 0;
+    bool leave = c->may_leave && !c->rerun;
     for (size_t k = 0; k < ng && rc == SY_OK; k++) {
         group *e = &g[k];
         bool base = e->base_n > 0, other = e->other_n > 0;
-        if (e->third_at && (base || other)) {
+        if (leave && (base || other) && (e->third_at || (base && other))) {
+            e->clash = true; /* left out below, the set run again */
+            clashes++;
+        } else if (e->third_at && (base || other)) {
             /* a third setting beside the base's or other's */
             const sy__brk_delta *first =
                 base ? (e->base_add ? &d[e->base_add - 1] : NULL)
@@ -349,12 +385,122 @@ int sy__commit_brk_check(commit *c, sy_error *err) {
             }
         }
     }
+    if (rc == SY_OK && clashes)
+        rc = leave_out(c, g, ng, ix, cap, err);
     sy__free(a, g);
     sy__free(a, ix);
     if (rc || c->dry)
         c->brk_store->n = 0; /* nothing for the store */
     if (rc == SY_OK && !c->dry && !set_reserve(r, fresh))
         rc = sy__commit_nomem(err);
+    return rc;
+}
+
+/* ---- a lenient change set: routes of clashing settings left out ---- */
+
+static int by_route(const void *x, const void *y) {
+    const sy__brk_at *a = x, *b = y;
+    uintptr_t p = (uintptr_t)a->rt, q = (uintptr_t)b->rt;
+    if (p != q)
+        return p < q ? -1 : 1;
+    return a->change < b->change ? -1 : a->change > b->change;
+}
+
+/* Where rt stands in its change: the last noted (sorted: a copy of the
+ * notes by route, then change, n of them; else NULL: looked up one by
+ * one). */
+static const sy__brk_at *find_at(const commit *c, const sy__brk_at *sorted,
+                                 size_t n, const struct sy_route *rt) {
+    if (!sorted)
+        return at_of(c, rt);
+    size_t lo = 0, hi = n;
+    while (lo < hi) { /* the first past rt */
+        size_t mid = lo + (hi - lo) / 2;
+        if ((uintptr_t)sorted[mid].rt <= (uintptr_t)rt)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo && sorted[lo - 1].rt == rt ? &sorted[lo - 1] : NULL;
+}
+
+/* grown at each power of two */
+static int leave_push(commit *c, const sy__brk_leave *l) {
+    if (!(c->brk_leave_n & (c->brk_leave_n - 1))) {
+        size_t cap = c->brk_leave_n ? 2 * c->brk_leave_n : 1;
+        sy__brk_leave *v =
+            sy__realloc(&c->r->alloc, c->brk_leave, cap * sizeof *v);
+        if (!v)
+            return SY_ENOMEM;
+        c->brk_leave = v;
+    }
+    c->brk_leave[c->brk_leave_n++] = *l;
+    return SY_OK;
+}
+
+/* A lenient change set's keys of clashing settings (g[].clash): the
+ * settings that stay are the live routes' when some of those stay as
+ * they are, else those of the set's first route naming the key (in the
+ * order of its changes, and of each document's routes: as a document's
+ * own two routes, the first stays). Every added route of other settings
+ * is left out when the set runs again (c->brk_leave), as an issue at its
+ * CircuitBreaker naming a route of the settings that stay. */
+static int leave_out(commit *c, group *g, size_t ng, const uint32_t *ix,
+                     size_t cap, sy_error *err) {
+    const sy__alloc *a = &c->r->alloc;
+    const sy__brk_delta *d = c->brk_d;
+    size_t n = c->brk_d_n, losers = 0;
+    for (size_t k = 0; k < ng; k++) {
+        group *e = &g[k];
+        if (!e->clash)
+            continue;
+        if (e->live && e->live_n > 0) {
+            e->win = e->base;
+            e->wrt = route_naming(c, e->key, e->base, &e->wcfg);
+        } else {
+            uint32_t f =
+                e->base_add && (!e->other_at || e->base_add < e->other_at)
+                    ? e->base_add
+                    : e->other_at;
+            e->win = d[f - 1].fp;
+            e->wcfg = d[f - 1].cfg;
+            e->wrt = d[f - 1].rt;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        const group *e = &g[ix[group_at(ix, cap - 1, g, d[i].key)] - 1];
+        losers += e->clash && d[i].d > 0 && d[i].fp != e->win;
+    }
+    /* many: the notes sorted by route, not read once a loser */
+    sy__brk_at *sorted = NULL;
+    if (losers > 16 && c->brk_at_n) {
+        sorted = sy__malloc(a, c->brk_at_n * sizeof *sorted);
+        if (!sorted)
+            return sy__commit_nomem(err);
+        memcpy(sorted, c->brk_at, c->brk_at_n * sizeof *sorted);
+        qsort(sorted, c->brk_at_n, sizeof *sorted, by_route);
+    }
+    int rc = SY__BRK_LEAVE;
+    for (size_t i = 0; i < n && rc == SY__BRK_LEAVE; i++) {
+        const group *e = &g[ix[group_at(ix, cap - 1, g, d[i].key)] - 1];
+        if (!e->clash || d[i].d < 0 || d[i].fp == e->win)
+            continue;
+        const sy__brk_at *at = find_at(c, sorted, c->brk_at_n, d[i].rt);
+        if (!at || !e->wrt) { /* (cannot be) refused as a strict one is */
+            rc = conflict(c, e->key, NULL, e->win, &d[i], err);
+            break;
+        }
+        sy__brk_leave l = {at->change, at->index, at->list != NULL, {0}};
+        char path[96], how[160];
+        at_path(c, at, &d[i], path, sizeof path);
+        sy__brk_first_diff(d[i].cfg, e->wcfg, how, sizeof how);
+        sy__error_set(&l.e, SY_EARG, path, SY__BRK_CLASH,
+                      d[i].cfg->name ? d[i].cfg->name : d[i].rt->id, how,
+                      e->wrt->id);
+        if (leave_push(c, &l))
+            rc = sy__commit_nomem(err);
+    }
+    sy__free(a, sorted);
     return rc;
 }
 
@@ -434,6 +580,61 @@ static bool by_position(const sy_document *doc, const reuse_ctx *rctx,
     return prev < rctx->at_count && rctx->at[prev].route == doc->routes[i];
 }
 
+/* A lenient change set's document (change c->step): the routes its first
+ * run found to leave out (none the first time), in document order. */
+static int doc_leaves(commit *c, const sy_document *doc, sy__brk_skip **out,
+                      size_t *nout, sy_error *err) {
+    const sy__alloc *a = &c->r->alloc;
+    size_t ns = 0;
+    for (size_t k = 0; k < c->brk_leave_n; k++)
+        ns += c->brk_leave[k].doc && c->brk_leave[k].change == c->step;
+    if (!ns)
+        return SY_OK;
+    sy__brk_skip *sk = sy__malloc(a, ns * sizeof *sk);
+    if (!sk)
+        return sy__commit_nomem(err);
+    ns = 0;
+    for (size_t k = 0; k < c->brk_leave_n; k++) {
+        const sy__brk_leave *l = &c->brk_leave[k];
+        if (!l->doc || l->change != c->step)
+            continue;
+        /* positions rise with the index: the route at l->pos */
+        size_t lo = 0, hi = doc->route_count;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (doc->positions[mid] < l->pos)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo == doc->route_count || doc->positions[lo] != l->pos)
+            continue; /* (cannot be: the same document) */
+        size_t j = ns++;
+        for (; j > 0 && sk[j - 1].i > lo; j--)
+            sk[j] = sk[j - 1];
+        sk[j] = (sy__brk_skip){lo, l->e};
+    }
+    *out = sk;
+    *nout = ns;
+    return SY_OK;
+}
+
+int sy__commit_brk_left_out(commit *c, sy_report *rep, bool *left,
+                            sy_error *err) {
+    *left = false;
+    for (size_t k = 0; k < c->brk_leave_n && !*left; k++) {
+        const sy__brk_leave *l = &c->brk_leave[k];
+        if (l->doc || l->change != c->step)
+            continue;
+        *left = true;
+        if (sy__report_add_issue(rep, &l->e) ||
+            (!rep->diff &&
+             sy__diff_routes(&c->r->alloc, NULL, 0, NULL, 0, &rep->diff)))
+            return sy__commit_nomem(err);
+    }
+    return SY_OK;
+}
+
 int sy__commit_brk_lenient(commit *c, uint32_t si, const sy_document *doc,
                            const reuse_ctx *rctx, sy__brk_skip **out,
                            size_t *nout, sy_error *err) {
@@ -441,6 +642,11 @@ int sy__commit_brk_lenient(commit *c, uint32_t si, const sy_document *doc,
     const sy__alloc *a = &r->alloc;
     *out = NULL;
     *nout = 0;
+    /* a change set is weighed whole at its publish (sy__commit_brk_check):
+     * a route here may clash with another change's, or be left alone by
+     * a later change giving the live ones its settings */
+    if (c->may_leave)
+        return doc_leaves(c, doc, out, nout, err);
     if (!r->set_n) /* no live route names a breaker */
         return SY_OK;
     size_t n = doc->route_count, m = 0, nk = 0;
@@ -579,6 +785,9 @@ void sy__commit_brk_free(commit *c) {
     sy__free(a, c->brk_at);
     sy__free(a, c->brk_d);
     sy__free(a, c->brk_final);
+    sy__free(a, c->brk_leave);
+    c->brk_leave = NULL;
+    c->brk_leave_n = 0;
     if (c->brk_store) {
         sy__free(a, c->brk_store->v);
         sy__free(a, c->brk_store->at);

@@ -75,7 +75,18 @@ typedef struct commit {
     /* the keys whose settings the commit gives the policy store once it
      * is published (routers sharing it are told of each other's) */
     struct sy__brk_store *brk_store;
+    size_t step; /* the change the steps are on (its index in the set) */
+    /* a lenient change set: routes whose breaker settings clash are
+     * weighed on the whole set and left out (commit_brk.c); brk_leave:
+     * those a first run found, left out by the run again (rerun) */
+    bool may_leave, rerun;
+    struct sy__brk_leave *brk_leave;
+    size_t brk_leave_n;
 } commit;
+
+/* sy__commit_brk_check of a lenient change set: routes to leave out were
+ * found (c->brk_leave); the commit runs again leaving them out. */
+#define SY__BRK_LEAVE 1
 
 static inline int sy__commit_nomem(sy_error *err) {
     return sy__error_set(err, SY_ENOMEM, "", "out of memory");
@@ -94,9 +105,12 @@ int sy__commit_brk_add(commit *c, const struct sy_route *rt, bool added);
 /* SY_EARG when the snapshot to publish (c->work) would hold two routes
  * naming one breaker with different settings, at the later route's
  * CircuitBreaker, naming the other route and the first setting that
- * differs; else what the router's map of breaker settings becomes is
- * kept for sy__commit_brk_follow, with the settings it first gives or
- * changes (and the keys it no longer names) for the policy store. */
+ * differs (a lenient change set's first run: SY__BRK_LEAVE, the routes
+ * to leave out in c->brk_leave: those of other settings than the live
+ * routes that stay, else than the set's first route naming it); else what the
+ * router's map of breaker settings becomes is kept for sy__commit_brk_follow,
+ * with the settings it first gives or changes (and the keys it no longer names)
+ * for the policy store. */
 int sy__commit_brk_check(commit *c, sy_error *err);
 /* Lenient: a route of document `doc` (source si's) left out because it
  * gives its breaker other settings than live routes that stay (another
@@ -118,6 +132,11 @@ int sy__commit_brk_lenient(commit *c, uint32_t si,
                            const struct sy_document *doc,
                            const struct reuse_ctx *rctx, sy__brk_skip **out,
                            size_t *nout, sy_error *err);
+/* A one-route change (c->step) of a lenient change set that the run
+ * leaves out for its breaker settings: its error an issue of rep (and an
+ * empty diff), *left set; else nothing. SY_ENOMEM. */
+int sy__commit_brk_left_out(commit *c, struct sy_report *rep, bool *left,
+                            sy_error *err);
 /* Published: the router's map of breaker settings follows, its settings
  * and setter bits in the store (taken only now: a commit not published
  * leaves the store as it was), and another router's other settings are

@@ -667,6 +667,10 @@ static int step_upsert(commit *c, uint32_t si, const char *json, size_t len,
         sy__route_unref(rt);
         return sy__commit_nomem(err);
     }
+    /* a lenient change set leaves it out for its breaker settings */
+    bool left;
+    if ((rc = sy__commit_brk_left_out(c, rep, &left, err)) || left)
+        return rc;
     const sy_snapshot *w = c->work;
     uint32_t slot = sy__snapshot_find_slot(w, rt->id);
     uint32_t pos;

@@ -2647,6 +2647,31 @@ START_TEST(a_lenient_change_set_leaves_out_routes_clashing_within_it) {
     ck_assert_str_eq(e.path, "route.filters[1]");
     sy_router_free(r);
 
+    /* an upsert left out keeps its live route: a alone gives 25s; b's
+     * 100s come first in the set and a's 50s are left out, which keeps
+     * the live a, so b is left out in turn: a stays as it was */
+    r = lenient_breaker_router();
+    ck_assert_int_eq(sy_router_apply(r, "s", s25, strlen(s25), NULL, &e), 0);
+    const char *turn[] = {"+s:" X_ROUTE("b", "100"), "+s:" X_ROUTE("a", "50"),
+                          "+s:" PLAIN("w"), NULL};
+    ck_assert_msg(commit_set(r, turn, false, &rep, &e) == 0, "%s: %s", e.path,
+                  e.message);
+    is = part_issue(rep, 0, 1);
+    ck_assert_msg(strstr(is->message, "route 'a'"), "%s", is->message);
+    is = part_issue(rep, 1, 1);
+    ck_assert_str_eq(is->path, "route.filters[1]");
+    part_issue(rep, 2, 0);
+    sy_report_free(rep);
+    sy_snapshot_release(holds_routes(r, "a,w"));
+    sy_router_reclaim(r);
+    ck_assert_uint_eq(uses_of(r, "x"), 1);
+    /* the live a still gives 25s: a 25 joins it, a 100 does not */
+    ck_assert_int_eq(sy_router_upsert_route(r, "s", b25, strlen(b25), &e), 0);
+    static const char c100[] = X_ROUTE("c", "100");
+    ck_assert_int_eq(sy_router_upsert_route(r, "s", c100, strlen(c100), &e),
+                     SY_EARG);
+    sy_router_free(r);
+
     /* strict: the two documents refuse the whole set, at the later route */
     sy_router_options o = SY_ROUTER_OPTIONS_INIT;
     o.policy_breakers = 16;

@@ -487,8 +487,8 @@ static int run_once(commit_run *u, sy_router *r, sy_error *err) {
 
 /* Steps, publish, then the refused or the published commit's ending. A
  * lenient change set whose routes give a breaker clashing settings runs
- * twice: the first run finds the routes to leave out (sy__commit_brk_check
- * weighs the whole set), the second leaves them out, as issues. */
+ * again: the first run finds the routes to leave out (sy__commit_brk_check
+ * weighs the whole set), the next leaves them out, as issues. */
 int sy__commit_run(sy_router *r, const sy__change *items, size_t n, bool single,
                    bool dry, sy_report **report, sy_error *err) {
     commit_run u;
@@ -503,7 +503,10 @@ int sy__commit_run(sy_router *r, const sy__change *items, size_t n, bool single,
         err = &local;
     memset(err, 0, sizeof *err);
     int rc = run_once(&u, r, err);
-    if (rc == SY__BRK_LEAVE) {
+    for (int round = 1; rc == SY__BRK_LEAVE; round++) {
+        /* again, leaving out what the runs before found (an upsert left
+         * out keeps its live route, which may clash in turn: a few rounds
+         * at most, then refused as a strict set is) */
         struct sy__brk_leave *leave = u.c.brk_leave;
         size_t nleave = u.c.brk_leave_n;
         u.c.brk_leave = NULL;
@@ -515,7 +518,8 @@ int sy__commit_run(sy_router *r, const sy__change *items, size_t n, bool single,
         u.n = n;
         u.single = single;
         u.c.dry = dry;
-        u.c.may_leave = u.c.rerun = true;
+        u.c.may_leave = true;
+        u.c.rerun = round == 4;
         u.c.brk_leave = leave;
         u.c.brk_leave_n = nleave;
         memset(err, 0, sizeof *err);

@@ -20,7 +20,9 @@
  * commit is published (nothing to give back when a publish fails), and
  * a commit of other settings than another router's is logged (WARN). A
  * lenient document leaves out a route whose settings clash with live
- * routes that stay, as an issue (sy__commit_brk_lenient).
+ * routes that stay, as an issue (sy__commit_brk_lenient); a lenient change
+ * set is weighed whole at its publish check, which names the routes to
+ * leave out (leave_out), and runs again leaving them out.
  */
 #include "def/def.h"
 #include "policy/breaker.h"
@@ -439,12 +441,15 @@ static int leave_push(commit *c, const sy__brk_leave *l) {
 }
 
 /* A lenient change set's keys of clashing settings (g[].clash): the
- * settings that stay are the live routes' when some of those stay as
- * they are, else those of the set's first route naming the key (in the
- * order of its changes, and of each document's routes: as a document's
- * own two routes, the first stays). Every added route of other settings
- * is left out when the set runs again (c->brk_leave), as an issue at its
- * CircuitBreaker naming a route of the settings that stay. */
+ * settings that stay are the live routes' when some of them stay as they
+ * are, else those of the set's first route naming the key (in the order
+ * of its changes, and of each document's routes: as a document's own two
+ * routes, the first stays). Every added
+ * route of other settings is left out when the set runs again
+ * (c->brk_leave), as an issue at its CircuitBreaker naming a route of the
+ * settings that stay. (An upsert left out keeps its live route, which may
+ * give the live settings again: the next run leaves out what clashes with
+ * it in turn.) */
 static int leave_out(commit *c, group *g, size_t ng, const uint32_t *ix,
                      size_t cap, sy_error *err) {
     const sy__alloc *a = &c->r->alloc;

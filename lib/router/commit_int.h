@@ -78,7 +78,8 @@ typedef struct commit {
     size_t step; /* the change the steps are on (its index in the set) */
     /* a lenient change set: routes whose breaker settings clash are
      * weighed on the whole set and left out (commit_brk.c); brk_leave:
-     * those a first run found, left out by the run again (rerun) */
+     * those the runs before found, left out by this one (rerun: the last
+     * run allowed, refused as a strict one is) */
     bool may_leave, rerun;
     struct sy__brk_leave *brk_leave;
     size_t brk_leave_n;

@@ -11,10 +11,14 @@
  * rejected token. Should one be rejected all the same (etcd restarted,
  * a shorter TTL), an answer "invalid auth token" (401) drops the token,
  * and the next attempt logs in again first. The password stays in memory
- * only for that.
+ * only for that. With --etcd-password-file, each login reads the file's
+ * first line again: a password rotated in etcd (which drops the user's
+ * tokens at once) and in the file is used at the next login, without a
+ * restart.
  */
 #include "etcd_source_int.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +87,58 @@ static uint64_t renew_in_ms(const gw_etcd *e, const char *token) {
                      ((double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6);
     uint64_t at = left_ms > 0 ? (uint64_t)(left_ms * 2 / 3) : 0;
     return at < RENEW_MIN_MS ? RENEW_MIN_MS : at;
+}
+
+static void auth_log(gw_etcd *e, gw_etcd_log_level lvl, const char *msg) {
+    if (e->opts.on_log)
+        e->opts.on_log(e->opts.data, lvl, msg);
+    else
+        fprintf(stderr, "etcd: %s\n", msg);
+}
+
+/* The password of the next login: the password file's first line, read
+ * again each time; the one read last while the file cannot be read (or
+ * its first line is empty), with the failure logged. */
+static const char *login_password(gw_etcd *e) {
+    const char *file = e->password_file;
+    if (!file)
+        return e->password ? e->password : "";
+    char line[1024];
+    FILE *f = fopen(file, "r");
+    const char *why = !f ? strerror(errno) : NULL;
+    if (f && !fgets(line, sizeof line, f))
+        why = ferror(f) ? strerror(errno) : "it is empty";
+    if (f)
+        fclose(f);
+    if (!why) {
+        line[strcspn(line, "\r\n")] = 0;
+        if (!line[0])
+            why = "its first line is empty (the password is the first line)";
+    }
+    char msg[1200];
+    if (why) {
+        snprintf(msg, sizeof msg,
+                 "--etcd-password-file %s: %s; logging in with the password "
+                 "read before",
+                 file, why);
+        auth_log(e, GW_ETCD_LOG_WARN, msg);
+    } else if (!e->password || strcmp(line, e->password) != 0) {
+        char *p = etcd_strdup(line);
+        if (p) {
+            if (e->password) {
+                memset(e->password, 0, strlen(e->password));
+                free(e->password);
+                snprintf(msg, sizeof msg,
+                         "--etcd-password-file %s: a new password, used from "
+                         "this login on",
+                         file);
+                auth_log(e, GW_ETCD_LOG_INFO, msg);
+            }
+            e->password = p;
+        }
+    }
+    memset(line, 0, sizeof line);
+    return e->password ? e->password : "";
 }
 
 static void on_renew_timer(uv_timer_t *t);
@@ -174,8 +230,7 @@ void etcd_auth_login(gw_etcd *e, etcd_http **slot,
     login *l = calloc(1, sizeof *l);
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "name", e->opts.user);
-    cJSON_AddStringToObject(j, "password",
-                            e->opts.password ? e->opts.password : "");
+    cJSON_AddStringToObject(j, "password", login_password(e));
     char *body = l ? cJSON_PrintUnformatted(j) : NULL;
     cJSON_Delete(j);
     if (!body) {

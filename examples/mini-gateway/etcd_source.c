@@ -1048,11 +1048,16 @@ static void etcd_free(gw_etcd *e) {
     etcd_changes_clear(&e->pending);
     free(e->url);
     free(e->prefix);
+    free(e->password_file);
     free(e->key_b64);
     free(e->end_b64);
     free(e->eps);
     free(e->last_error);
     free(e->auth_header); /* not a rejection */
+    if (e->password) {
+        memset(e->password, 0, strlen(e->password));
+        free(e->password);
+    }
     etcd_tls_free(e);
     uv_mutex_destroy(&e->mu);
     free(e);
@@ -1109,8 +1114,17 @@ int gw_etcd_start_opts(uv_loop_t *loop, sy_router *router,
         etcd_free(e);
         return -1;
     }
-    if (!opts->user != !opts->password) {
+    if (!opts->user != !(opts->password || opts->password_file)) {
         snprintf(err, err_len, "--etcd-user and its password go together");
+        etcd_free(e);
+        return -1;
+    }
+    e->opts.password = NULL; /* the host's: copied */
+    e->opts.password_file = NULL;
+    if ((opts->password && !(e->password = etcd_strdup(opts->password))) ||
+        (opts->password_file && !(e->opts.password_file = e->password_file =
+                                      etcd_strdup(opts->password_file)))) {
+        snprintf(err, err_len, "out of memory");
         etcd_free(e);
         return -1;
     }

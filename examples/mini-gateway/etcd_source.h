@@ -78,8 +78,13 @@ typedef struct gw_etcd_options {
      * token is fetched, sent with every request and renewed before it
      * expires: at two thirds of a JWT's lifetime, else every
      * auth_renew_ms (0: 100000, a third of etcd's default TTL); and
-     * when etcd says it expired (etcd_auth.c). */
+     * when etcd says it expired (etcd_auth.c). The password is copied.
+     * With password_file, every login reads its first line again (a
+     * password rotated in etcd and in the file is used without a
+     * restart); while it cannot be read, the password read last (or
+     * `password`) is used and the failure logged. */
     const char *user, *password;
+    const char *password_file;
     uint64_t auth_renew_ms;
     /* TLS for https:// endpoints (etcd_tls.c, OpenSSL): the CA file that
      * signs the members' certificates, and the client's certificate and

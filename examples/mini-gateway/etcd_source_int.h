@@ -74,6 +74,8 @@ struct gw_etcd {
     uv_timer_t *auth_timer;
     etcd_http *auth_http;
     void *auth_login;    /* its state, freed if the source stops meanwhile */
+    char *password;      /* the next login's (a copy; the file's last read) */
+    char *password_file; /* opts.password_file's copy, or NULL */
     void *tls;           /* the SSL_CTX of https:// endpoints (etcd_tls.c) */
     char tls_error[320]; /* the last exchange's TLS failure, for fail() */
     /* the watched member's liveness (etcd_probe.c) */

@@ -253,7 +253,10 @@ static int start_etcd(const gw_options *o) {
     eo.cert = G.cfg.etcd_cert;
     eo.key = G.cfg.etcd_key;
     eo.check_document = etcd_check_document;
-    static char password[1024]; /* the source's for as long as it runs */
+    /* read here too, so that a file that cannot be read is refused at
+     * start; the source copies it and reads the file again at every
+     * login (a rotated password) */
+    char password[1024] = "";
     if (G.cfg.etcd_user) {
         FILE *f = fopen(G.cfg.etcd_password_file, "r");
         if (!f || !fgets(password, sizeof password, f)) {
@@ -274,10 +277,14 @@ static int start_etcd(const gw_options *o) {
         eo.user = G.cfg.etcd_user;
         eo.auth_renew_ms = G.cfg.etcd_token_renew_ms;
         eo.password = password;
+        eo.password_file = G.cfg.etcd_password_file;
     }
     if (o->etcd_trace)
         eo.on_commit = on_etcd_commit;
-    if (gw_etcd_start_opts(&main_loop, G.router, &eo, &etcd, err, sizeof err)) {
+    int rc =
+        gw_etcd_start_opts(&main_loop, G.router, &eo, &etcd, err, sizeof err);
+    memset(password, 0, sizeof password);
+    if (rc) {
         gw_log("--etcd: %s", err);
         return -1;
     }

@@ -7,7 +7,8 @@ and on an etcd over TLS with client certificates.
    expired (renewed when etcd says "invalid auth token"); a gateway that
    renews its token before it expires (--etcd-token-renew 600) gets the
    same changes and never has a token rejected; a gateway with a wrong
-   password reads nothing and says why.
+   password reads nothing and says why; a password rotated in etcd and
+   in the file is read again at the next login (no restart).
 2. etcd serving https with --client-cert-auth, certificates made here
    with the openssl CLI (a CA, the member's for 127.0.0.1, a client's): a
    gateway with --etcd-cacert, --etcd-cert, --etcd-key reads, watches and
@@ -128,6 +129,27 @@ def auth(up, d):
     t.ok(m["rejections"] == 0 and m["renewals"] >= 5 and
          m["logins"] >= m["renewals"],
          "auth: a simple token renewed on --etcd-token-renew's timer", m)
+    # The operator rotates the password: in etcd (which drops the user's
+    # tokens at once) and in the file. The gateways' next logins (their
+    # liveness reads meet the dropped token within a second or two) read
+    # the file: they log in again and the watch resumes.
+    root = call(u, "/v3/auth/authenticate",
+                {"name": "root", "password": "rootpw"})["token"]
+    call(u, "/v3/auth/user/changepw", {"name": "gw",
+                                       "password": "gw-rotated"}, root)
+    logins = [auth_metrics(g)["logins"] for g in (gw, renew)]
+    with open(pw, "w") as f:
+        f.write("gw-rotated\n")
+    t.ok(all(wait_until(lambda: auth_metrics(g)["logins"] > n, 8)
+             for g, n in zip((gw, renew), logins)),
+         "auth: a password rotated in etcd and in --etcd-password-file: "
+         "the next login reads the file, without a restart",
+         "%s | %s" % (etcd_error(gw), etcd_error(renew)))
+    put(P + "routes/r", route(up, "3"))
+    t.ok(wait_until(serves(gw, "/r/x", "3"), 8) and
+         wait_until(serves(renew, "/r/x", "3"), 8),
+         "auth: and a change made after the rotation arrives",
+         "%s | %s" % (etcd_error(gw), etcd_error(renew)))
     wrong = procs.gateway("--etcd", u, "--etcd-user", "gw",
                           "--etcd-password-file", bad)
     t.ok(wait_until(lambda: "authentication failed" in etcd_error(wrong), 5)

@@ -109,10 +109,17 @@ static source_rec *add_source(gw_etcd *e, const char *name, const char *key) {
     return s;
 }
 
-static service_rec *find_service(gw_etcd *e, const char *name, bool create) {
+/* The record of service `name` (created when asked). The last one found
+ * is tried first: the instance keys of a range read (and of a delete of a
+ * prefix) come in key order, each service's together. */
+service_rec *etcd_find_service(gw_etcd *e, const char *name, bool create) {
+    if (e->svc_hint < e->svc_n && strcmp(e->svc[e->svc_hint].name, name) == 0)
+        return &e->svc[e->svc_hint];
     for (size_t i = 0; i < e->svc_n; i++)
-        if (strcmp(e->svc[i].name, name) == 0)
+        if (strcmp(e->svc[i].name, name) == 0) {
+            e->svc_hint = i;
             return &e->svc[i];
+        }
     if (!create)
         return NULL;
     service_rec *v = etcd_grow(e->svc, &e->svc_cap, e->svc_n, sizeof *v, 8);
@@ -129,7 +136,7 @@ static service_rec *find_service(gw_etcd *e, const char *name, bool create) {
 }
 
 /* Index of id in the sorted list, or where it would go (*found false). */
-static size_t find_inst(const service_rec *s, const char *id, bool *found) {
+size_t etcd_find_inst(const service_rec *s, const char *id, bool *found) {
     size_t lo = 0, hi = s->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -170,11 +177,11 @@ static void format_error(char *out, size_t cap, const sy_error *err) {
 /* Apply one instance change to the records (under mu); false when out of
  * memory (a refused value is recorded with its error: true). */
 static bool stage_instance(gw_etcd *e, etcd_change *c) {
-    service_rec *s = find_service(e, c->name, !c->del);
+    service_rec *s = etcd_find_service(e, c->name, !c->del);
     if (!s)
         return c->del; /* a delete of nothing, or out of memory */
     bool found;
-    size_t i = find_inst(s, c->id, &found);
+    size_t i = etcd_find_inst(s, c->id, &found);
     if (c->del) {
         if (!found)
             return true;
@@ -632,121 +639,16 @@ static void fail(gw_etcd *e, const char *what, const char *err) {
     uv_timer_start(&e->retry_timer, on_retry, wait, 0);
 }
 
-/* New sources are registered in creation order, as watching gateways saw
- * them: registration order breaks rank ties between sources. */
-static void sort_by_creation(etcd_change_list *got) {
-    for (size_t i = 1; i < got->n; i++) {
-        etcd_change c = got->v[i];
-        size_t j = i;
-        while (j > 0 && got->v[j - 1].create_revision > c.create_revision) {
-            got->v[j] = got->v[j - 1];
-            j--;
-        }
-        got->v[j] = c;
-    }
-}
-
-/* Is c applied already, at its mod revision? */
-static bool applied_already(gw_etcd *e, const etcd_change *c) {
-    if (e->force_full) /* a failed commit left the records ahead */
-        return false;
-    if (c->is_route) {
-        source_rec *s = etcd_find_source(e, c->name);
-        return s && s->present && s->mod_revision == c->mod_revision;
-    }
-    service_rec *s = find_service(e, c->name, false);
-    bool found = false;
-    size_t k = s ? find_inst(s, c->id, &found) : 0;
-    return found && s->v[k].mod_revision == c->mod_revision;
-}
-
-/* The keys read that are not applied at their revision, moved from got
- * into diff. False: out of memory. */
-static bool diff_changed(gw_etcd *e, etcd_change_list *got,
-                         etcd_change_list *diff) {
-    for (size_t i = 0; i < got->n; i++) {
-        etcd_change *c = &got->v[i];
-        if (applied_already(e, c))
-            continue;
-        if (!etcd_changes_push(diff, c))
-            return false;
-        *c = (etcd_change){0};
-    }
-    return true;
-}
-
-/* A delete of a key that is gone (name and id copied). False: out of
- * memory. */
-static bool push_gone(etcd_change_list *diff, bool is_route, const char *name,
-                      const char *key, const char *id, int64_t revision) {
-    etcd_change c = {.is_route = is_route,
-                     .del = true,
-                     .name = etcd_strdup(name),
-                     .key = key ? etcd_strdup(key) : NULL,
-                     .id = id ? etcd_strdup(id) : NULL,
-                     .mod_revision = revision};
-    if (c.name && (!key || c.key) && (!id || c.id) &&
-        etcd_changes_push(diff, &c))
-        return true;
-    etcd_change_free(&c);
-    return false;
-}
-
-/* A delete for every source whose key the read did not see. */
-static bool diff_gone_sources(gw_etcd *e, const etcd_change_list *got,
-                              etcd_change_list *diff) {
-    bool ok = true;
-    for (size_t i = 0; i < e->src_n; i++) {
-        source_rec *s = &e->src[i];
-        if (!s->present)
-            continue;
-        bool seen = false;
-        for (size_t k = 0; k < got->n && !seen; k++)
-            seen = got->v[k].is_route && got->v[k].key &&
-                   strcmp(got->v[k].key, s->key) == 0;
-        for (size_t k = 0; k < diff->n && !seen; k++)
-            seen = diff->v[k].is_route && strcmp(diff->v[k].key, s->key) == 0;
-        if (!seen &&
-            !push_gone(diff, true, s->name, s->key, NULL, e->read_revision))
-            ok = false;
-    }
-    return ok;
-}
-
-/* A delete for every instance the read did not see. */
-static bool diff_gone_instances(gw_etcd *e, const etcd_change_list *got,
-                                etcd_change_list *diff) {
-    bool ok = true;
-    for (size_t i = 0; i < e->svc_n; i++) {
-        service_rec *s = &e->svc[i];
-        for (size_t j = 0; j < s->n; j++) {
-            bool seen = false;
-            for (size_t k = 0; k < got->n + diff->n && !seen; k++) {
-                const etcd_change *c =
-                    k < got->n ? &got->v[k] : &diff->v[k - got->n];
-                seen = !c->is_route && c->name && c->id &&
-                       strcmp(c->name, s->name) == 0 &&
-                       strcmp(c->id, s->v[j].id) == 0;
-            }
-            if (!seen && !push_gone(diff, false, s->name, NULL, s->v[j].id,
-                                    e->read_revision))
-                ok = false;
-        }
-    }
-    return ok;
-}
-
 /* Full read done: diff what etcd holds at read_revision against what is
  * applied (by mod_revision), apply the difference, then watch. */
 static void finish_full_read(gw_etcd *e) {
+    uint64_t t0 = uv_hrtime();
     etcd_change_list diff = {0};
     etcd_change_list *got = &e->pending;
-    sort_by_creation(got);
+    size_t keys = got->n;
     uv_mutex_lock(&e->mu);
     /* a change that could not be listed: apply nothing */
-    bool listed = diff_changed(e, got, &diff);
-    listed &= diff_gone_sources(e, got, &diff);
-    listed &= diff_gone_instances(e, got, &diff);
+    bool listed = etcd_full_read_diff(e, got, &diff);
     e->full_reads++;
     uv_mutex_unlock(&e->mu);
     etcd_changes_clear(got);
@@ -759,6 +661,10 @@ static void finish_full_read(gw_etcd *e) {
         ok = apply_changes(e, &diff, e->read_revision, true);
     }
     etcd_changes_clear(&diff);
+    uv_mutex_lock(&e->mu);
+    e->last_full_read_keys = keys;
+    e->last_full_read_us = (uv_hrtime() - t0) / 1000;
+    uv_mutex_unlock(&e->mu);
     if (!ok) {
         e->need_full_read = true;
         fail(e, "commit", "the router refused the changes");

@@ -29,6 +29,7 @@ typedef struct source_rec {
                           document (gw_etcd_options.check_document) */
     size_t lib_index;  /* the router's index of the source, or SIZE_MAX */
     bool stale;        /* committed since applied/version/checksum were read */
+    bool seen;         /* listed by the full read being diffed */
 } source_rec;
 
 /* One instance: PREFIX instances/<service>/<id>. */
@@ -37,6 +38,7 @@ typedef struct inst_rec {
     int64_t mod_revision;
     etcd_instance val; /* the live value (val.json NULL: none valid) */
     char *error;       /* last put's error, NULL if it was accepted */
+    bool seen;         /* listed by the full read being diffed */
 } inst_rec;
 
 typedef struct service_rec {
@@ -114,6 +116,9 @@ struct gw_etcd {
     uint64_t last_commit_us, commit_us_total; /* time spent committing */
     /* the CPU time of the commits; the time spent reading fingerprints */
     uint64_t commit_cpu_us_total, fingerprint_us_total;
+    /* the last full read: the keys it listed under the prefix, and the
+     * time its last page to its commit held the loop (sort, diff, apply) */
+    uint64_t last_full_read_keys, last_full_read_us;
     /* time spent parsing watch lines and decoding their values */
     uint64_t last_decode_us, decode_us_total;
     /* the watch response being applied, and the last one committed */
@@ -122,10 +127,22 @@ struct gw_etcd {
     size_t src_n, src_cap;
     service_rec *svc;
     size_t svc_n, svc_cap;
+    size_t svc_hint; /* the service found last (find_service) */
 };
 
 /* The record of source `name`, or NULL (under mu). */
 source_rec *etcd_find_source(gw_etcd *e, const char *name);
+/* The record of service `name` (created when asked; NULL: none, or out of
+ * memory), and the index of instance `id` in its sorted list, or where it
+ * would go (*found false). Under mu. */
+service_rec *etcd_find_service(gw_etcd *e, const char *name, bool create);
+size_t etcd_find_inst(const service_rec *s, const char *id, bool *found);
+/* A full read's keys (got, taken from as they move) against the records
+ * (etcd_diff.c): into diff, the keys not applied at their mod_revision,
+ * the route keys in creation order, and a delete for every record the
+ * read did not list. False: out of memory (apply nothing). Under mu. */
+bool etcd_full_read_diff(gw_etcd *e, etcd_change_list *got,
+                         etcd_change_list *diff);
 /* The router's index of a source (registration order), cached; SIZE_MAX
  * when the router does not know it. */
 size_t etcd_lib_source_index(gw_etcd *e, source_rec *s);

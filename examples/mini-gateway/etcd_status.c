@@ -99,6 +99,10 @@ cJSON *gw_etcd_status(gw_etcd *e) {
                             (double)e->commit_cpu_us_total);
     cJSON_AddNumberToObject(o, "fingerprint_us_total",
                             (double)e->fingerprint_us_total);
+    cJSON_AddNumberToObject(o, "last_full_read_keys",
+                            (double)e->last_full_read_keys);
+    cJSON_AddNumberToObject(o, "last_full_read_us",
+                            (double)e->last_full_read_us);
     cJSON_AddNumberToObject(o, "last_decode_us", (double)e->last_decode_us);
     cJSON_AddNumberToObject(o, "decode_us_total", (double)e->decode_us_total);
     cJSON *srcs = cJSON_AddArrayToObject(o, "sources");

@@ -1,0 +1,133 @@
+"""test_etcd_large.py - the etcd source on a large prefix.
+
+One etcd (taking transactions of thousands of operations) and the etcd
+driver. Under the prefix: 200 route sources and 40,000 instances in 40 services (about 3 MB of keys and
+values), written in an order unrelated to their keys, as a registry fills.
+Covers: the first full read lists them all (157 range pages of 256 keys
+with limit/more, at one revision); a compaction past the watch's revision while the driver is cut
+off, then the full read that diffs the 40,000 applied keys against etcd's
+holds the loop for well under a second (it was quadratic in the keys:
+about 10 s here); a transaction changing many keys at one revision is
+applied as one commit; a delete of a whole prefix (every instance) as one
+commit, the routes kept; and the state then equals a fresh full read.
+TAP on stdout.
+"""
+import json
+import os
+import random
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from etcd_harness import (Driver, Etcd, Tap, b64, free_port, instance,
+                          route, routes_doc)
+
+P = "/switchyard/"
+SOURCES, INSTANCES, SERVICES = 200, 40000, 40
+t = Tap()
+started = time.monotonic()
+
+etcd = Etcd("large")
+etcd.extra_args = ["--max-txn-ops", "8192"]
+etcd.start()
+
+
+def inst_key(k):
+    return P + "instances/svc%02d/i%05d" % (k % SERVICES, k)
+
+
+def inst_val(k, port=8080):
+    return instance("10.%d.%d.%d" % (k >> 16, (k >> 8) & 255, k & 255), port)
+
+
+order = list(range(INSTANCES))
+random.Random(50).shuffle(order)  # creation order unrelated to key order
+for i in range(0, INSTANCES, 4000):
+    etcd.txn_put([(inst_key(k), inst_val(k)) for k in order[i:i + 4000]])
+srcs = list(range(SOURCES))
+random.Random(51).shuffle(srcs)
+for i in range(0, SOURCES, 100):
+    rev = etcd.txn_put([(P + "routes/s%03d" % k, routes_doc(1, [
+        route("s%03d" % k, "/s%03d/**" % k, uri="lb://svc%02d" % (
+            k % SERVICES))])) for k in srcs[i:i + 100]])
+
+
+def live(st):
+    return sum(s["instances"] for s in st["etcd"]["services"])
+
+
+# --- the first full read: every page ------------------------------------
+d = Driver(etcd.url)
+t.ok(d.wait_revision(rev, 30), "the first full read reaches the revision",
+     d.status()["etcd"].get("last_error"))
+st = d.status()
+t.ok(len(st["routes"]) == SOURCES and live(st) == INSTANCES and
+     st["etcd"]["last_full_read_keys"] == SOURCES + INSTANCES,
+     "every key of the prefix is listed (range pages with limit/more)",
+     (len(st["routes"]), live(st), st["etcd"]["last_full_read_keys"]))
+m = d.match("GET", "h", "/s007/x")
+t.ok(m.get("route") == "s007" and m.get("instance", "").startswith("i"),
+     "a route serves an instance of its service", m)
+
+# --- compaction while cut off: the full read diffs 40,000 keys ----------
+etcd.kill()
+side = free_port()
+etcd.start(ports=[side])  # the driver cannot reach this one
+base = "http://127.0.0.1:%d" % side
+etcd.delete(inst_key(7), base=base)
+etcd.put(inst_key(8), inst_val(8, 9090), base=base)
+rev = etcd.put(P + "routes/s007", routes_doc(2, [
+    route("s007", "/s007/**", uri="lb://svc08")]), base=base)
+etcd.compact(rev, base=base)
+etcd.kill()
+etcd.start()
+t.ok(d.wait_revision(rev, 20), "after the compaction the driver catches up",
+     d.status()["etcd"]["last_error"])
+st = d.status()
+e = st["etcd"]
+t.ok(e["full_reads"] == 2 and live(st) == INSTANCES - 1,
+     "one full read applied what changed meanwhile", (e["full_reads"],
+                                                      live(st)))
+t.ok(e["last_full_read_us"] < 1000000,
+     "the full read of %d keys held the loop %.0f ms (< 1 s)" %
+     (e["last_full_read_keys"], e["last_full_read_us"] / 1000.0))
+m = d.match("GET", "h", "/s007/x")
+t.ok(m.get("target", "").endswith(":9090"),
+     "the changed route and instance serve", m)
+
+# --- a transaction of many keys: one commit -----------------------------
+c0 = d.status()["etcd"]["commits"]
+rev = etcd.txn_put([(inst_key(k), inst_val(k, 7070)) for k in range(2000)] +
+                   [(P + "routes/s%03d" % k, routes_doc(3, [
+                       route("s%03d" % k, "/t%03d/**" % k,
+                             uri="lb://svc%02d" % (k % SERVICES))]))
+                    for k in range(50)])
+t.ok(d.wait_revision(rev, 10), "a transaction of 2,050 keys arrives")
+st = d.status()
+t.ok(st["etcd"]["commits"] == c0 + 1 and
+     d.match("GET", "h", "/t001/x").get("route") == "s001",
+     "applied as one commit", (c0, st["etcd"]["commits"]))
+
+# --- a delete of the whole instances prefix: one commit -----------------
+c0 = st["etcd"]["commits"]
+r = etcd.call("/v3/kv/deleterange", {"key": b64(P + "instances/"),
+                                      "range_end": b64(P + "instances0")})
+rev = int(r["header"]["revision"])
+t.ok(d.wait_revision(rev, 10), "a delete of every instance arrives")
+st = d.status()
+t.ok(st["etcd"]["commits"] == c0 + 1 and live(st) == 0 and
+     len(st["routes"]) == SOURCES,
+     "applied as one commit: no instance left, the routes kept",
+     (c0, st["etcd"]["commits"], live(st), len(st["routes"])))
+
+# --- the state equals a fresh full read ---------------------------------
+fresh = Driver(etcd.url)
+t.ok(fresh.wait_revision(rev, 20), "a fresh driver reads the prefix")
+a, b = d.status(), fresh.status()
+t.ok(a["fingerprint"] == b["fingerprint"] and a["routes"] == b["routes"],
+     "the watched state equals a fresh full read",
+     json.dumps([a["fingerprint"], b["fingerprint"]]))
+t.ok(d.quit() == 0 and fresh.quit() == 0, "drivers stop cleanly")
+t.ok(time.monotonic() - started < 90, "within the time bound (%.0f s)" %
+     (time.monotonic() - started))
+t.done()

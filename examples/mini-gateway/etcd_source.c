@@ -239,20 +239,25 @@ size_t etcd_lib_source_index(gw_etcd *e, source_rec *s) {
     return SIZE_MAX;
 }
 
-/* The source's record, registering it with the router on first sight. */
-static source_rec *source_for(gw_etcd *e, etcd_change *c) {
+/* The source's record, registering it with the router on first sight.
+ * A source the router refuses (it holds at most 256) gets a record all
+ * the same, unregistered, with the refusal in *why: its changes are
+ * refused with that error and the others go on. NULL: out of memory. */
+static source_rec *source_for(gw_etcd *e, etcd_change *c, sy_error *why) {
+    why->code = 0;
     source_rec *s = etcd_find_source(e, c->name);
-    if (s)
+    if (s && s->registered)
         return s;
     sy_error err;
     int rc = sy_router_add_source(e->router, c->name, &err);
-    if (rc && rc != SY_EEXIST) {
-        etcd_log(e, GW_ETCD_LOG_ERROR, "source %s: %s", c->name, err.message);
+    if (rc == SY_ENOMEM)
         return NULL;
-    }
-    s = add_source(e, c->name, c->key);
-    if (s)
-        s->lib_index = SIZE_MAX;
+    if (!s && !(s = add_source(e, c->name, c->key)))
+        return NULL;
+    s->lib_index = SIZE_MAX;
+    s->registered = !rc || rc == SY_EEXIST;
+    if (!s->registered)
+        *why = err;
     return s;
 }
 
@@ -295,6 +300,20 @@ static void host_check(gw_etcd *e, source_rec *src, staged *s) {
     e->rejected++;
     etcd_log(e, GW_ETCD_LOG_WARN, "%s rejected (mod_revision %" PRId64 "): %s",
              s->c->key, s->c->mod_revision, msg);
+}
+
+/* A route change of a source the router would not register: dropped with
+ * the refusal as its error (the commit's other changes go on). */
+static void refuse_unregistered(gw_etcd *e, source_rec *src, staged *st,
+                                const sy_error *why) {
+    char msg[600];
+    snprintf(msg, sizeof msg, "source %s not registered: %s", src->name,
+             why->message);
+    st->dropped = true;
+    st->error = etcd_strdup(msg);
+    e->rejected++;
+    etcd_log(e, GW_ETCD_LOG_WARN, "%s rejected (mod_revision %" PRId64 "): %s",
+             st->c->key, st->c->mod_revision, msg);
 }
 
 /* Stage every change not dropped yet; instance lists first. */
@@ -366,8 +385,9 @@ static bool collect_staged(gw_etcd *e, etcd_change_list *l, staged_list *sl) {
         etcd_change *c = &l->v[i];
         if (!c->is_route)
             continue;
+        sy_error why = {0};
         source_rec *s =
-            c->del ? etcd_find_source(e, c->name) : source_for(e, c);
+            c->del ? etcd_find_source(e, c->name) : source_for(e, c, &why);
         if (!s && !c->del) /* out of memory registering it */
             return false;
         if (!s)
@@ -376,6 +396,15 @@ static bool collect_staged(gw_etcd *e, etcd_change_list *l, staged_list *sl) {
         s->present = !c->del;
         if (!c->del)
             s->create_revision = c->create_revision;
+        if (!s->registered) { /* the router has no such source */
+            if (c->del) {     /* nothing to empty, nothing refused */
+                set_str(&s->error, NULL);
+                continue;
+            }
+            sl->st[sl->n] = (staged){.c = c};
+            refuse_unregistered(e, s, &sl->st[sl->n++], &why);
+            continue;
+        }
         sl->st[sl->n] = (staged){.c = c};
         host_check(e, s, &sl->st[sl->n]);
         sl->n++;

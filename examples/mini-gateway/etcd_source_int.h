@@ -30,6 +30,8 @@ typedef struct source_rec {
     size_t lib_index;  /* the router's index of the source, or SIZE_MAX */
     bool stale;        /* committed since applied/version/checksum were read */
     bool seen;         /* listed by the full read being diffed */
+    bool registered;   /* the router has the source (it holds at most 256:
+                          the changes of one it refused are refused) */
 } source_rec;
 
 /* One instance: PREFIX instances/<service>/<id>. */

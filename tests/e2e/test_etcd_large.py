@@ -8,8 +8,11 @@ with limit/more, at one revision); a compaction past the watch's revision while 
 off, then the full read that diffs the 40,000 applied keys against etcd's
 holds the loop for well under a second (it was quadratic in the keys:
 about 10 s here); a transaction changing many keys at one revision is
-applied as one commit; a delete of a whole prefix (every instance) as one
-commit, the routes kept; and the state then equals a fresh full read.
+applied as one commit; more route sources than the router holds (256):
+the ones beyond refused with their key and error, the rest applied, the
+watch going on; a delete of a whole prefix (every instance) as one
+commit, the routes kept; and the state then equals a fresh full read
+(which refuses the same sources).
 TAP on stdout.
 """
 import json
@@ -108,7 +111,36 @@ t.ok(st["etcd"]["commits"] == c0 + 1 and
      d.match("GET", "h", "/t001/x").get("route") == "s001",
      "applied as one commit", (c0, st["etcd"]["commits"]))
 
+# --- more sources than the router holds (256): those refused -----------
+# a transaction adding 60 sources (260 in all) and changing another: the 4
+# the router cannot register are refused with their error, the rest of
+# the transaction is applied and the watch goes on (it used to fail the
+# whole change, then every full read after it: nothing applied again)
+r0 = st["etcd"]["rejected"]
+extra = ["x%03d" % k for k in range(60)]
+rev = etcd.txn_put([(P + "routes/" + n, routes_doc(1, [
+    route(n, "/%s/**" % n)])) for n in extra] + [
+    (P + "routes/s002", routes_doc(4, [
+        route("s002", "/u002/**", uri="lb://svc02")]))])
+t.ok(d.wait_revision(rev, 10), "a transaction adding 60 sources arrives",
+     d.status()["etcd"]["last_error"])
+st = d.status()
+src = {s["name"]: s for s in st["etcd"]["sources"]}
+refused = [n for n in extra
+           if "at most 256 sources" in (src.get(n, {}).get("error") or "")]
+t.ok(refused == extra[-4:] and st["etcd"]["rejected"] == r0 + 4 and
+     all(src[n]["key"] == P + "routes/" + n for n in refused),
+     "the 4 sources beyond the router's 256 are refused, each with its "
+     "key and error", (refused, st["etcd"]["rejected"] - r0))
+t.ok(d.match("GET", "h", "/u002/x").get("route") == "s002" and
+     d.match("GET", "h", "/x055/x").get("route") == "x055" and
+     d.match("GET", "h", "/x056/x").get("route") is None and
+     st["etcd"]["state"] == "watching",
+     "the rest of the transaction is applied, the watch goes on",
+     st["etcd"]["last_error"])
+
 # --- a delete of the whole instances prefix: one commit -----------------
+nroutes = len(st["routes"])
 c0 = st["etcd"]["commits"]
 r = etcd.call("/v3/kv/deleterange", {"key": b64(P + "instances/"),
                                       "range_end": b64(P + "instances0")})
@@ -116,7 +148,7 @@ rev = int(r["header"]["revision"])
 t.ok(d.wait_revision(rev, 10), "a delete of every instance arrives")
 st = d.status()
 t.ok(st["etcd"]["commits"] == c0 + 1 and live(st) == 0 and
-     len(st["routes"]) == SOURCES,
+     len(st["routes"]) == nroutes,
      "applied as one commit: no instance left, the routes kept",
      (c0, st["etcd"]["commits"], live(st), len(st["routes"])))
 

@@ -8,17 +8,42 @@
  * session's output is written to the socket, the plain bytes are handed
  * to the HTTP parser. The member's certificate must be valid for the
  * endpoint's host (its IP address or name). No crypto of our own.
+ *
+ * Certificates are rotated without a restart: before each exchange the
+ * three files are stat()ed, and when one changed (its modification time,
+ * size or inode: rewritten or replaced by a rename) the context is built
+ * again from them; a build that fails (a key that does not match its
+ * certificate yet, half a rotation) keeps the previous context and says
+ * why, and the next change of a file tries again. Sessions under way keep
+ * the context they began with (OpenSSL counts its references).
  */
 #include "etcd_source_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #ifdef GW_HAVE_OPENSSL
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+
+/* What a file was when the context was built from it. */
+typedef struct file_stamp {
+    bool exists;
+    struct timespec mtime;
+    off_t size;
+    ino_t ino;
+} file_stamp;
+
+/* The source's TLS state (gw_etcd.tls): the context and its files
+ * (copies of the options' names: cacert, cert, key; NULL when not given). */
+typedef struct tls_state {
+    SSL_CTX *ctx;
+    char *file[3];
+    file_stamp stamp[3];
+} tls_state;
 
 typedef struct tls_conn {
     etcd_http_transport t; /* t.state is this */
@@ -127,15 +152,18 @@ static void tls_close(void *state) {
     free(c);
 }
 
+static void tls_reload_if_changed(gw_etcd *e);
+
 const etcd_http_transport *etcd_transport(gw_etcd *e, const etcd_endpoint *ep) {
     if (strcmp(ep->scheme, "https") != 0 || !e->tls)
         return NULL;
+    tls_reload_if_changed(e);
     tls_conn *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
     c->e = e;
     snprintf(c->host, sizeof c->host, "%s", ep->host);
-    c->ssl = SSL_new(e->tls);
+    c->ssl = SSL_new(((tls_state *)e->tls)->ctx);
     c->net_in = BIO_new(BIO_s_mem());
     c->net_out = BIO_new(BIO_s_mem());
     if (!c->ssl || !c->net_in || !c->net_out) {
@@ -156,6 +184,84 @@ const etcd_http_transport *etcd_transport(gw_etcd *e, const etcd_endpoint *ep) {
     c->t =
         (etcd_http_transport){tls_start, tls_send, tls_receive, tls_close, c};
     return &c->t;
+}
+
+/* A context from the files (cacert, cert, key), or NULL with err. */
+static SSL_CTX *build_ctx(char *const file[3], char *err, size_t cap) {
+    const char *cacert = file[0], *cert = file[1], *key = file[2];
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    const char *what = NULL;
+    if (!ctx)
+        what = "out of memory";
+    else if (!SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION))
+        what = "TLS 1.2";
+    else if (cacert ? !SSL_CTX_load_verify_locations(ctx, cacert, NULL)
+                    : !SSL_CTX_set_default_verify_paths(ctx))
+        what = cacert ? cacert : "the system's CAs";
+    else if (cert && !SSL_CTX_use_certificate_chain_file(ctx, cert))
+        what = cert;
+    else if (key && (!SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) ||
+                     !SSL_CTX_check_private_key(ctx)))
+        what = key;
+    if (what) {
+        char buf[256] = "";
+        ERR_error_string_n(ERR_get_error(), buf, sizeof buf);
+        ERR_clear_error();
+        snprintf(err, cap, "TLS: %s: %s", what, buf);
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    return ctx;
+}
+
+/* The stamps of the files now. */
+static void stamp_files(char *const files[3], file_stamp out[3]) {
+    for (int i = 0; i < 3; i++) {
+        struct stat st;
+        out[i] = (file_stamp){0};
+        if (files[i] && stat(files[i], &st) == 0)
+            out[i] = (file_stamp){true, st.st_mtim, st.st_size, st.st_ino};
+    }
+}
+
+static bool same_stamps(const file_stamp a[3], const file_stamp b[3]) {
+    for (int i = 0; i < 3; i++)
+        if (a[i].exists != b[i].exists || a[i].size != b[i].size ||
+            a[i].ino != b[i].ino || a[i].mtime.tv_sec != b[i].mtime.tv_sec ||
+            a[i].mtime.tv_nsec != b[i].mtime.tv_nsec)
+            return false;
+    return true;
+}
+
+/* A file of the context changed since it was built: build it again (the
+ * previous one stays when that fails). */
+static void tls_reload_if_changed(gw_etcd *e) {
+    tls_state *ts = e->tls;
+    file_stamp now[3];
+    stamp_files(ts->file, now);
+    if (same_stamps(now, ts->stamp))
+        return;
+    memcpy(ts->stamp, now, sizeof now); /* tried once per change */
+    char err[300], msg[400];
+    SSL_CTX *ctx = build_ctx(ts->file, err, sizeof err);
+    if (ctx) {
+        SSL_CTX_free(ts->ctx); /* its sessions under way hold it */
+        ts->ctx = ctx;
+        snprintf(msg, sizeof msg,
+                 "TLS: --etcd-cacert/--etcd-cert/--etcd-key changed on disk: "
+                 "reloaded");
+    } else {
+        snprintf(msg, sizeof msg,
+                 "%s (a file changed on disk; the previous certificates stay "
+                 "in use until the next change)",
+                 err);
+    }
+    if (e->opts.on_log)
+        e->opts.on_log(e->opts.data, ctx ? GW_ETCD_LOG_INFO : GW_ETCD_LOG_WARN,
+                       msg);
+    else
+        fprintf(stderr, "etcd: %s\n", msg);
 }
 
 int etcd_tls_init(gw_etcd *e, char *err, size_t cap) {
@@ -188,36 +294,29 @@ int etcd_tls_init(gw_etcd *e, char *err, size_t cap) {
         snprintf(err, cap, "--etcd-cert and --etcd-key go together");
         return -1;
     }
-    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
-    const char *what = NULL;
-    if (!ctx)
-        what = "out of memory";
-    else if (!SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION))
-        what = "TLS 1.2";
-    else if (o->cacert ? !SSL_CTX_load_verify_locations(ctx, o->cacert, NULL)
-                       : !SSL_CTX_set_default_verify_paths(ctx))
-        what = o->cacert ? o->cacert : "the system's CAs";
-    else if (o->cert && !SSL_CTX_use_certificate_chain_file(ctx, o->cert))
-        what = o->cert;
-    else if (o->key &&
-             (!SSL_CTX_use_PrivateKey_file(ctx, o->key, SSL_FILETYPE_PEM) ||
-              !SSL_CTX_check_private_key(ctx)))
-        what = o->key;
-    if (what) {
-        char buf[256] = "";
-        ERR_error_string_n(ERR_get_error(), buf, sizeof buf);
-        ERR_clear_error();
-        snprintf(err, cap, "TLS: %s: %s", what, buf);
-        SSL_CTX_free(ctx);
+    tls_state *ts = calloc(1, sizeof *ts);
+    e->tls = ts; /* etcd_tls_free frees what is there */
+    const char *given[3] = {o->cacert, o->cert, o->key};
+    for (int i = 0; ts && i < 3; i++)
+        if (given[i] && !(ts->file[i] = strdup(given[i])))
+            ts = NULL;
+    if (!ts) {
+        snprintf(err, cap, "out of memory");
         return -1;
     }
-    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-    e->tls = ctx;
-    return 0;
+    stamp_files(ts->file, ts->stamp);
+    ts->ctx = build_ctx(ts->file, err, cap);
+    return ts->ctx ? 0 : -1;
 }
 
 void etcd_tls_free(gw_etcd *e) {
-    SSL_CTX_free(e->tls);
+    tls_state *ts = e->tls;
+    if (ts) {
+        SSL_CTX_free(ts->ctx);
+        for (int i = 0; i < 3; i++)
+            free(ts->file[i]);
+    }
+    free(ts);
     e->tls = NULL;
 }
 

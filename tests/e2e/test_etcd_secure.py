@@ -13,7 +13,9 @@ and on an etcd over TLS with client certificates.
    with the openssl CLI (a CA, the member's for 127.0.0.1, a client's): a
    gateway with --etcd-cacert, --etcd-cert, --etcd-key reads, watches and
    writes through; one without a client certificate, and one trusting
-   another CA, are refused and say why.
+   another CA, are refused and say why; the member's certificate rotated
+   to one from a new CA is refused (routes kept) until the new CA is
+   written to the gateway's --etcd-cacert file, read again then.
 3. both on a 3-member cluster: a gateway with every --etcd-* option keeps
    serving through the loss of the leader, with no failed request, and
    changes and admin writes made without the leader arrive.
@@ -197,7 +199,7 @@ def openssl(*args):
 
 def make_certs(d):
     """A CA, a member certificate for 127.0.0.1, a client's; and a second
-    CA nobody uses."""
+    CA, with the member certificate it signs after a rotation."""
     def key(name):
         return os.path.join(d, name)
     for ca in ("ca", "other-ca"):
@@ -212,15 +214,19 @@ def make_certs(d):
              "extendedKeyUsage=serverAuth,clientAuth\n", "/CN=member"),
             ("client", "extendedKeyUsage=clientAuth\n", "/CN=client"),
             ("client-nocn", "extendedKeyUsage=clientAuth\n",
-             "/O=switchyard-gateway")):
+             "/O=switchyard-gateway"),
+            ("member-other", "subjectAltName=IP:127.0.0.1\n"
+             "extendedKeyUsage=serverAuth,clientAuth\n", "/CN=member")):
         with open(key(name + ".ext"), "w") as f:
             f.write(ext)
         openssl("req", "-newkey", "ec", "-pkeyopt",
                 "ec_paramgen_curve:prime256v1", "-nodes", "-subj",
                 subj, "-keyout", key(name + ".key"),
                 "-out", key(name + ".csr"))
+        ca = "other-ca" if name == "member-other" else "ca"
         openssl("x509", "-req", "-in", key(name + ".csr"), "-CA",
-                key("ca.pem"), "-CAkey", key("ca.key"), "-CAcreateserial",
+                key(ca + ".pem"), "-CAkey", key(ca + ".key"),
+                "-CAcreateserial",
                 "-days", "2", "-extfile", key(name + ".ext"),
                 "-out", key(name + ".pem"))
     return key
@@ -233,14 +239,24 @@ def tls(up, d):
     ctx = ssl.create_default_context(cafile=key("ca.pem"))
     ctx.load_cert_chain(key("client.pem"), key("client.key"))
     peer = "http://127.0.0.1:%d" % m.peer
-    args = [m.bin, "--name", "default", "--data-dir",
+
+    def start(member):
+        return procs.start([
+            m.bin, "--name", "default", "--data-dir",
             os.path.join(m.dir, "data"),
             "--listen-client-urls", u, "--advertise-client-urls", u,
             "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
             "--initial-cluster", "default=" + peer, "--log-level", "error",
-            "--cert-file", key("member.pem"), "--key-file", key("member.key"),
-            "--trusted-ca-file", key("ca.pem"), "--client-cert-auth"]
-    p = procs.start(args, "etcd-tls.log")
+            "--cert-file", key(member + ".pem"),
+            "--key-file", key(member + ".key"),
+            # (its JSON gateway's own connection checks the member's
+            # certificate against these too)
+            "--trusted-ca-file", key("ca.pem" if member == "member" else
+                                     "both-ca.pem"), "--client-cert-auth"],
+            "etcd-tls.log")
+    with open(key("both-ca.pem"), "w") as f:  # the old CA and the new one
+        f.write(open(key("ca.pem")).read() + open(key("other-ca.pem")).read())
+    p = start("member")
 
     def ready():
         try:
@@ -252,7 +268,8 @@ def tls(up, d):
          "tls: etcd serves https with client certificates")
     call(u, "/v3/kv/put", {"key": b64(P + "routes/r"),
                            "value": b64(route(up, "1"))}, ctx=ctx)
-    gw = procs.gateway("--etcd", u, "--etcd-cacert", key("ca.pem"),
+    shutil.copy(key("ca.pem"), key("gw-ca.pem"))  # the gateway's own
+    gw = procs.gateway("--etcd", u, "--etcd-cacert", key("gw-ca.pem"),
                        "--etcd-cert", key("client.pem"),
                        "--etcd-key", key("client.key"))
     t.ok(wait_until(serves(gw, "/r/x", "1"), 10),
@@ -278,6 +295,26 @@ def tls(up, d):
          "certificate" in etcd_error(other),
          "tls: a member certificate from another CA: refused, nothing read",
          etcd_error(other))
+    # The member's certificate is rotated to one from a new CA: the
+    # gateway refuses it (its routes stay, /status says why) until the
+    # operator adds the new CA to the gateway's --etcd-cacert file, which
+    # the gateway reads again when it changes: no restart.
+    p.kill()
+    p.wait()
+    p = start("member-other")
+    t.ok(wait_until(lambda: "certificate" in etcd_error(gw), 15) and
+         serves(gw, "/r/x", "2")(),
+         "tls: a member certificate rotated to a new CA is refused, the "
+         "routes stay and /status says why", etcd_error(gw))
+    shutil.copy(key("both-ca.pem"), key("gw-ca.pem"))
+    ctx = ssl.create_default_context(cafile=key("both-ca.pem"))
+    ctx.load_cert_chain(key("client.pem"), key("client.key"))
+    t.ok(wait_until(ready, 15), "tls: etcd serves the new certificate")
+    call(u, "/v3/kv/put", {"key": b64(P + "routes/r"),
+                           "value": b64(route(up, "3"))}, ctx=ctx)
+    t.ok(wait_until(serves(gw, "/r/x", "3"), 10),
+         "tls: with the new CA in its --etcd-cacert file the gateway reads "
+         "again, without a restart", etcd_error(gw))
     r = subprocess.run([gwharness.BINARY, "--etcd", "http://127.0.0.1:1",
                         "--etcd-cacert", key("ca.pem"), "--admin", "off",
                         "--listen", "127.0.0.1:%d" % gwharness.free_port()],

@@ -58,6 +58,8 @@ struct etcd_http {
     char rbuf[READ_CHUNK];
     int status;
     bool complete;       /* message complete */
+    bool timed;          /* the timer runs: reset by every read (off once a
+                            stream's head came: its owner watches it) */
     bool closing;        /* the owner is done with it */
     bool gai_pending;    /* getaddrinfo not called back yet */
     size_t scanned;      /* streaming: body bytes already searched for '\n' */
@@ -140,8 +142,10 @@ static int on_hp_headers_complete(http_parser *p) {
     h->status = (int)p->status_code;
     /* A stream stays open: only connecting and the response head are
      * timed here; its owner watches over the silence that follows. */
-    if (h->req.streaming && h->status == 200)
+    if (h->req.streaming && h->status == 200) {
         uv_timer_stop(&h->timer);
+        h->timed = false;
+    }
     return 0;
 }
 
@@ -236,6 +240,10 @@ static void http_alloc(uv_handle_t *hd, size_t hint, uv_buf_t *b) {
     *b = uv_buf_init(h->rbuf, sizeof h->rbuf);
 }
 
+static void http_timeout(uv_timer_t *t) {
+    http_fail(t->data, "timed out");
+}
+
 static void http_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b) {
     etcd_http *h = s->data;
     if (h->closing)
@@ -253,6 +261,10 @@ static void http_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b) {
         return;
     }
     h->read_us = etcd_wall_us();
+    /* a timeout of silence, not of the whole answer: a large range page
+     * over a slow link arrives as long as its bytes keep coming */
+    if (h->timed)
+        uv_timer_start(&h->timer, http_timeout, h->req.timeout_ms, 0);
     const etcd_http_transport *t = h->req.transport;
     int rc = t ? t->receive(h, t->state, b->base, (size_t)nread) : 0;
     if (rc)
@@ -359,10 +371,6 @@ static void http_resolved(uv_getaddrinfo_t *g, int status,
         http_fail_uv(h, "connect", rc);
 }
 
-static void http_timeout(uv_timer_t *t) {
-    http_fail(t->data, "timed out");
-}
-
 /* The request's bytes: head and JSON body. */
 static char *request_bytes(const etcd_http_request *r, size_t *len) {
     const char *extra = r->headers ? r->headers : "";
@@ -399,6 +407,7 @@ etcd_http *etcd_http_post(const etcd_http_request *req) {
     h->timer.data = h;
     h->handles = 1;
     uv_timer_start(&h->timer, http_timeout, req->timeout_ms, 0);
+    h->timed = true;
     struct addrinfo hints = {0};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;

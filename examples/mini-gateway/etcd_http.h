@@ -78,8 +78,9 @@ typedef struct etcd_http_request {
     const char *path;    /* "/v3/watch" */
     const char *body;    /* JSON */
     const char *headers; /* extra "Name: value\r\n" lines, or NULL */
-    uint32_t timeout_ms; /* connect and response head (whole answer when
-                            not streaming) */
+    uint32_t timeout_ms; /* of silence: connecting, then between reads
+                            until the answer is complete (a stream's: until
+                            its head) */
     bool streaming;      /* the body goes to on_line, line by line */
     etcd_http_line_fn on_line;
     etcd_http_done_fn on_done;

@@ -63,7 +63,9 @@ typedef struct gw_etcd_options {
     const char *prefix;          /* NULL: "/switchyard/" */
     uint32_t backoff_min_ms;     /* 0: 100 */
     uint32_t backoff_max_ms;     /* 0: 5000 */
-    uint32_t request_timeout_ms; /* 0: 10000 (connect and range reads) */
+    uint32_t request_timeout_ms; /* 0: 10000 (connect, and the silence
+                                    within an answer: a range page arrives
+                                    as long as its bytes keep coming) */
     /* Optional, called on the loop's thread after every change from etcd
      * was committed (published: requests are routed by it): the etcd
      * revision the router now reflects and the generation of the snapshot

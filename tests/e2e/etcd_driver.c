@@ -3,6 +3,7 @@
  * over stdin, for the etcd end-to-end tests and the etcd benchmark.
  *
  *   etcd_driver --etcd URL [--etcd-prefix PREFIX] [--commits]
+ *               [--request-timeout-ms N]
  *
  * Runs one libuv loop with the etcd source (examples/mini-gateway/
  * etcd_source.c) and a strict router. Commands on stdin, one per line,
@@ -255,6 +256,7 @@ static void in_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b) {
 
 int main(int argc, char **argv) {
     const char *url = NULL, *prefix = NULL;
+    uint32_t timeout_ms = 0; /* 0: the module's default */
     driver d = {0};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--etcd") == 0 && i + 1 < argc)
@@ -263,10 +265,12 @@ int main(int argc, char **argv) {
             prefix = argv[++i];
         else if (strcmp(argv[i], "--commits") == 0)
             d.commits = true;
+        else if (strcmp(argv[i], "--request-timeout-ms") == 0 && i + 1 < argc)
+            timeout_ms = (uint32_t)strtoul(argv[++i], NULL, 10);
         else {
             fprintf(stderr,
                     "usage: etcd_driver --etcd URL [--etcd-prefix PREFIX] "
-                    "[--commits]\n");
+                    "[--commits] [--request-timeout-ms N]\n");
             return 2;
         }
     }
@@ -290,6 +294,7 @@ int main(int argc, char **argv) {
     o.data = &d;
     o.backoff_min_ms = 50;
     o.backoff_max_ms = 1000;
+    o.request_timeout_ms = timeout_ms;
     char msg[256];
     if (gw_etcd_start_opts(d.loop, d.router, &o, &d.etcd, msg, sizeof msg)) {
         fprintf(stderr, "etcd_driver: %s\n", msg);

@@ -314,8 +314,10 @@ class Cluster:
 class Driver:
     """tests/e2e/etcd_driver: a router fed by the etcd source."""
 
-    def __init__(self, url, prefix=None, commits=False, binary=None):
+    def __init__(self, url, prefix=None, commits=False, binary=None,
+                 extra=()):
         args = [binary or os.environ["ETCD_DRIVER"], "--etcd", url]
+        args += list(extra)
         if prefix:
             args += ["--etcd-prefix", prefix]
         if commits:

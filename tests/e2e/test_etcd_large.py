@@ -12,18 +12,71 @@ applied as one commit; more route sources than the router holds (256):
 the ones beyond refused with their key and error, the rest applied, the
 watch going on; a delete of a whole prefix (every instance) as one
 commit, the routes kept; and the state then equals a fresh full read
-(which refuses the same sources).
+(which refuses the same sources). Then a range page of 1.6 MB over a
+link passing 400 KB/s (a proxy) to a driver whose requests time out
+after 1.5 s: it arrives (the timeout is of silence, not of the answer).
 TAP on stdout.
 """
 import json
 import os
 import random
+import socket
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from etcd_harness import (Driver, Etcd, Tap, b64, free_port, instance,
                           route, routes_doc)
+
+
+
+class SlowProxy:
+    """A TCP proxy on loopback passing the answers of port `to` at `rate`
+    bytes a second (16 KB at a time), the requests as they come."""
+
+    def __init__(self, to, rate):
+        self.to, self.rate = to, rate
+        self.srv = socket.socket()
+        self.srv.bind(("127.0.0.1", 0))
+        self.srv.listen(16)
+        self.port = self.srv.getsockname()[1]
+        self.closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while not self.closed:
+            try:
+                c, _ = self.srv.accept()
+                u = socket.create_connection(("127.0.0.1", self.to))
+            except OSError:
+                continue
+            threading.Thread(target=self._pump, args=(c, u, 0),
+                             daemon=True).start()
+            threading.Thread(target=self._pump, args=(u, c, self.rate),
+                             daemon=True).start()
+
+    def _pump(self, src, dst, rate):
+        try:
+            while True:
+                b = src.recv(16384)
+                if not b:
+                    break
+                dst.sendall(b)
+                if rate:
+                    time.sleep(len(b) / rate)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def close(self):
+        self.closed = True
+        self.srv.close()
+
 
 P = "/switchyard/"
 SOURCES, INSTANCES, SERVICES = 200, 40000, 40
@@ -151,6 +204,32 @@ t.ok(st["etcd"]["commits"] == c0 + 1 and live(st) == 0 and
      len(st["routes"]) == nroutes,
      "applied as one commit: no instance left, the routes kept",
      (c0, st["etcd"]["commits"], live(st), len(st["routes"])))
+
+# --- a slow link: a range page slower than the request timeout ---------
+# Four 300 KB documents under another prefix: one range page of 1.6 MB,
+# through a proxy that passes etcd's answers at 400 KB/s (4 s), to a
+# driver whose requests time out after 1.5 s of silence. Bytes keep
+# coming, so the page arrives (a timeout of the whole answer failed
+# every attempt: the prefix was never read).
+Q = "/slow/"
+big = [route("big-%d" % k, "/big/%d/**" % k) for k in range(2200)]
+for i in range(4):
+    qrev = etcd.put(Q + "routes/d%d" % i, routes_doc(1, [
+        dict(r, id="d%d-%s" % (i, r["id"]),
+             predicates=["Path=/d%d%s" % (i, r["predicates"][0][5:])])
+        for r in big]))
+proxy = SlowProxy(etcd.port, 400 << 10)
+slow = Driver("http://127.0.0.1:%d" % proxy.port, prefix=Q,
+              extra=["--request-timeout-ms", "1500"])
+t0 = time.monotonic()
+ok = slow.wait_revision(qrev, 20)
+e = slow.status()["etcd"]
+t.ok(ok and len(slow.status()["routes"]) == 4 * 2200,
+     "a range page that takes %.1f s to arrive over a slow link is read "
+     "with a 1.5 s request timeout" % (time.monotonic() - t0),
+     e["last_error"])
+t.ok(slow.quit() == 0, "that driver stops cleanly")
+proxy.close()
 
 # --- the state equals a fresh full read ---------------------------------
 fresh = Driver(etcd.url)

@@ -22,17 +22,25 @@
 static void probe_done(void *data, int status, const char *body, size_t n,
                        const char *err) {
     gw_etcd *e = data;
-    (void)body;
-    (void)n;
     etcd_http_close(e->probe_http);
     e->probe_http = NULL;
     if (!err && status == 200)
         return;
-    char msg[768];
+    /* An error answer says why (etcd's message): "invalid auth token" (a
+     * password changed, a member that forgot its simple tokens) then
+     * drops the token (etcd_source_fail) and the next attempt logs in
+     * first; it is no silent member. */
+    char why[512], msg[900];
+    int code;
+    if (!err)
+        etcd_decode_answer_error(status, body, n, why, sizeof why, &code);
     snprintf(msg, sizeof msg,
-             "%.255s:%.7s stopped answering reads (%s); the watch moves on",
+             err ? "%.255s:%.7s stopped answering reads (%s); the watch "
+                   "moves on"
+                 : "%.255s:%.7s refused the liveness read (%s); the watch "
+                   "moves on",
              e->eps[e->ep_index].host, e->eps[e->ep_index].port,
-             err ? err : "an error answer");
+             err ? err : why);
     if (e->st == ST_WATCHING && !e->stopping)
         etcd_source_fail(e, "probe", msg);
 }

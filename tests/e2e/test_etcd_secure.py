@@ -109,10 +109,11 @@ def auth(up, d):
     with open(bad, "w") as f:
         f.write("nope\n")
     gw = procs.gateway("--etcd", u, "--etcd-user", "gw",
-                       "--etcd-password-file", pw)
+                       "--etcd-password-file", pw, log="auth-gw.log")
     renew = procs.gateway("--etcd", u, "--etcd-user", "gw",
                           "--etcd-password-file", pw,
-                          "--etcd-token-renew", "600")
+                          "--etcd-token-renew", "600",
+                          log="auth-renew.log")
     t.ok(wait_until(serves(gw, "/r/x", "1"), 10),
          "auth: the gateway logs in, reads and serves", etcd_error(gw))
     time.sleep(2.5)  # every token issued so far has expired
@@ -147,6 +148,12 @@ def auth(up, d):
          "auth: a password rotated in etcd and in --etcd-password-file: "
          "the next login reads the file, without a restart",
          "%s | %s" % (etcd_error(gw), etcd_error(renew)))
+    log = procs.log("auth-gw.log")
+    t.ok("refused the liveness read (HTTP 401: etcdserver: invalid auth "
+         "token)" in log,
+         "auth: the liveness read meeting the dropped token says so (not "
+         "a silent member)",
+         [ln for ln in log.splitlines() if "probe" in ln][-3:])
     put(P + "routes/r", route(up, "3"))
     t.ok(wait_until(serves(gw, "/r/x", "3"), 8) and
          wait_until(serves(renew, "/r/x", "3"), 8),

@@ -174,6 +174,25 @@ static void format_error(char *out, size_t cap, const sy_error *err) {
 /* Applying changes                                                     */
 /* ------------------------------------------------------------------ */
 
+/* The instances deleted by the change just staged leave their services'
+ * lists: one pass over each list that has some. */
+static void drop_gone(gw_etcd *e) {
+    for (size_t i = 0; i < e->svc_n; i++) {
+        service_rec *s = &e->svc[i];
+        if (!s->gone_n)
+            continue;
+        size_t k = 0;
+        for (size_t j = 0; j < s->n; j++) {
+            if (s->v[j].gone)
+                inst_free(&s->v[j]);
+            else
+                s->v[k++] = s->v[j];
+        }
+        s->n = k;
+        s->gone_n = 0;
+    }
+}
+
 /* Apply one instance change to the records (under mu); false when out of
  * memory (a refused value is recorded with its error: true). */
 static bool stage_instance(gw_etcd *e, etcd_change *c) {
@@ -182,14 +201,21 @@ static bool stage_instance(gw_etcd *e, etcd_change *c) {
         return c->del; /* a delete of nothing, or out of memory */
     bool found;
     size_t i = etcd_find_inst(s, c->id, &found);
-    if (c->del) {
-        if (!found)
+    if (c->del) { /* marked, and dropped from the list once the whole
+                     change is staged (drop_gone): a delete of a prefix
+                     moves the list once, not once per key */
+        if (!found || s->v[i].gone)
             return true;
-        inst_free(&s->v[i]);
-        memmove(&s->v[i], &s->v[i + 1], (s->n - i - 1) * sizeof *s->v);
-        s->n--;
+        etcd_instance_clear(&s->v[i].val);
+        set_str(&s->v[i].error, NULL);
+        s->v[i].gone = true;
+        s->gone_n++;
         s->touched = true;
         return true;
+    }
+    if (found && s->v[i].gone) { /* deleted and put again in one change */
+        s->v[i].gone = false;
+        s->gone_n--;
     }
     if (!found) {
         inst_rec *v = etcd_grow(s->v, &s->cap, s->n, sizeof *v, 8);
@@ -362,10 +388,12 @@ typedef struct staged_list {
 /* Phase 1 of apply_changes: the instance changes into their service
  * records (their lists are staged from there). False: out of memory. */
 static bool stage_instances(gw_etcd *e, etcd_change_list *l) {
-    for (size_t i = 0; i < l->n; i++)
-        if (!l->v[i].is_route && !stage_instance(e, &l->v[i]))
-            return false;
-    return true;
+    bool ok = true;
+    for (size_t i = 0; ok && i < l->n; i++)
+        if (!l->v[i].is_route)
+            ok = stage_instance(e, &l->v[i]);
+    drop_gone(e);
+    return ok;
 }
 
 /* Phase 2: the staged list, services whose instances changed first, then

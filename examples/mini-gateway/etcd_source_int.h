@@ -41,6 +41,8 @@ typedef struct inst_rec {
     etcd_instance val; /* the live value (val.json NULL: none valid) */
     char *error;       /* last put's error, NULL if it was accepted */
     bool seen;         /* listed by the full read being diffed */
+    bool gone;         /* deleted by the change being staged: leaves the
+                          list once it is staged (etcd_source.c) */
 } inst_rec;
 
 typedef struct service_rec {
@@ -48,7 +50,8 @@ typedef struct service_rec {
     inst_rec *v; /* sorted by id */
     size_t n, cap;
     bool touched;
-    char *error; /* the router rejected the list (NULL: accepted) */
+    size_t gone_n; /* instances marked gone, not dropped yet */
+    char *error;   /* the router rejected the list (NULL: accepted) */
 } service_rec;
 
 typedef enum state {

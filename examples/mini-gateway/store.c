@@ -6,7 +6,8 @@
  * one transaction that holds only while the keys are as this gateway saw
  * them (etcd_write.c; a concurrent write is 409), and answered once etcd
  * accepted it and this gateway's watch applied it, with the key and the
- * revision:
+ * revision (400 with the watch's error when it refused the write: a
+ * source beyond the router's 256):
  *
  *   PUT    /routes/<source>          the document, as PREFIX routes/<source>
  *   PUT    /routes/<source>/<id>     the source's document with the route
@@ -36,6 +37,7 @@ typedef struct pending {
     httpd_conn *c;
     int ok_status;
     char key[640];
+    char source[128]; /* a route source's write: which, else "" */
     char what[256];
     int64_t revision;  /* accepted by etcd at */
     uv_timer_t timer;  /* waiting for this gateway's watch to apply it */
@@ -67,10 +69,26 @@ static void on_applied_check(uv_timer_t *t) {
     bool applied = gw_etcd_revision(G.etcd) >= p->revision;
     if (!applied && uv_now(t->loop) < p->deadline)
         return;
-    answer(p, 200, p->revision,
-           applied ? NULL
-                   : "applied by etcd; this gateway's watch has "
-                     "not delivered it yet");
+    /* applied, but refused by this gateway's router (a check the one
+     * here before the write does not make, e.g. more sources than the
+     * router holds): said, with where it is in etcd, not answered 200 */
+    gw_etcd_source_info si;
+    if (applied && p->source[0] &&
+        !gw_etcd_source_info_get(G.etcd, p->source, &si) && si.error[0] &&
+        si.mod_revision == p->revision) {
+        char msg[800];
+        snprintf(msg, sizeof msg,
+                 "written to etcd, but refused by this gateway (the fleet's "
+                 "gateways refuse it too; put a good document or delete "
+                 "the key): %s",
+                 si.error);
+        answer(p, 400, p->revision, msg);
+    } else {
+        answer(p, 200, p->revision,
+               applied ? NULL
+                       : "applied by etcd; this gateway's watch has "
+                         "not delivered it yet");
+    }
     uv_timer_stop(t);
     uv_close((uv_handle_t *)t, on_timer_closed);
 }
@@ -187,8 +205,10 @@ static void write_doc(httpd_conn *c, const char *source, char *doc,
         return;
     }
     pending *p = pending_new(c, ok_status, what);
-    if (p)
+    if (p) {
         gw_etcd_source_key(G.etcd, source, p->key, sizeof p->key);
+        gw_copy_str(p->source, sizeof p->source, source);
+    }
     if (!p ||
         gw_etcd_write_source(G.etcd, source, doc, strlen(doc), on_written, p)) {
         free(p);

@@ -13,7 +13,9 @@ is detected, and etcd ends with the last accepted write. The fleet ends
 with one fingerprint. A document put into etcd directly with a cors
 metadata or default filters the gateway refuses from files and its
 admin API is refused from etcd too (located error in /status, the last
-good document serving). TAP on stdout.
+good document serving). An admin PUT of a source beyond the 256 the
+router holds is answered 400 with the watch's refusal and the key it was
+written to (it was answered 200). TAP on stdout.
 """
 import json
 import os
@@ -218,6 +220,30 @@ try:
     t.ok(wait_until(lambda: all(s["etcd"]["revision"] == rev for s in fps())
                     and len({s["fingerprint"] for s in fps()}) == 1, 5),
          "the fleet ends on one fingerprint", fps())
+
+    # The router holds 256 sources: with g1's full (sources put into etcd
+    # directly), an admin PUT of one more source passes the document's
+    # check, is written, and refused by the watch; the answer says so
+    # (400, the error and the key), not 200.
+    have = len(g1.status()["sources"])
+    names = ["fill%03d" % k for k in range(256 - have)]
+    for i in range(0, len(names), 100):
+        rev = etcd.txn_put([(P + "routes/" + n, json.dumps({
+            "version": "1", "routes": [{"id": n, "uri": up,
+                                        "predicates": ["Path=/%s/**" % n]}]}))
+            for n in names[i:i + 100]])
+    t.ok(wait_until(lambda: g1.status()["etcd"]["revision"] >= rev, 5) and
+         len(g1.status()["sources"]) == 256, "g1's router holds 256 sources",
+         len(g1.status()["sources"]))
+    st, _, body = g1.admin_call("PUT", "/routes/onemore", {
+        "version": "1", "routes": [
+            {"id": "om", "uri": up, "predicates": ["Path=/om/**"]}]})
+    ans = json.loads(body)
+    t.ok(st == 400 and "at most 256 sources" in ans.get("error", "") and
+         ans["etcd"]["key"] == P + "routes/onemore" and
+         g1.request("GET", "/om/x")[0] == 404,
+         "an admin PUT of a 257th source: written, refused by the watch, "
+         "and the answer says so (400 with the error and the key)", body)
 except Exception as e:  # noqa: BLE001
     import traceback
     t.ok(False, "exception: %r" % e, traceback.format_exc())

@@ -645,9 +645,13 @@ static uint32_t layout_child(const sy__index *ix, uint32_t n, const char *seg) {
             return kid + c;
     }
     uint32_t found = NONE;
-    if (x->shape & X_HASH) /* every child table entry of n */
-        for (uint32_t i = 0; i < ix->slot_count; i++) {
-            uint32_t c = ix->slots[i].child;
+    /* every entry of n in both child tables (the path trie's, the host
+     * trie's) */
+    for (int t = 0; t < 2 && (x->shape & X_HASH); t++) {
+        const xslot *sl = t ? ix->hslots : ix->slots;
+        uint32_t count = t ? ix->hslot_count : ix->slot_count;
+        for (uint32_t i = 0; sl && i < count; i++) {
+            uint32_t c = sl[i].child;
             if (!c || !(ix->nodes[c].shape & X_HCHILD) ||
                 ix->nodes[c].kids != n)
                 continue;
@@ -656,6 +660,7 @@ static uint32_t layout_child(const sy__index *ix, uint32_t n, const char *seg) {
                 found = c;
             }
         }
+    }
     return found;
 }
 
@@ -763,6 +768,13 @@ START_TEST(nodes_are_laid_out_by_their_number_of_children) {
     ck_assert_uint_eq(sx->slot_count, ix->slot_count);
     ck_assert_int_eq(
         memcmp(sx->slots, ix->slots, ix->slot_count * sizeof *ix->slots), 0);
+    ck_assert_uint_eq(sx->hslot_mask, ix->hslot_mask);
+    ck_assert_uint_eq(sx->hslot_count, ix->hslot_count);
+    ck_assert(!sx->hslots == !ix->hslots);
+    if (ix->hslots)
+        ck_assert_int_eq(memcmp(sx->hslots, ix->hslots,
+                                ix->hslot_count * sizeof *ix->hslots),
+                         0);
     ck_assert_uint_eq(sx->nside, ix->nside);
     ck_assert_int_eq(memcmp(sx->side, ix->side, ix->nside * sizeof *ix->side),
                      0);
@@ -972,11 +984,11 @@ static sy_router *numbered_router(size_t n, const char *id,
     return r;
 }
 
-/* A child table at its highest load (1/2: n children in 2n slots) and
- * one past it (twice the slots): every child found, every other
+/* A child table at its highest load (2/3: 683 children in 1,024 slots)
+ * and one past it (twice the slots): every child found, every other
  * segment not. */
 START_TEST(a_child_table_at_its_highest_load_finds_every_child) {
-    const size_t counts[] = {512, 513};
+    const size_t counts[] = {683, 684};
     for (size_t ci = 0; ci < 2; ci++) {
         size_t n = counts[ci];
         sy_router *r = numbered_router(n, "c", "/c%zu");
@@ -1236,6 +1248,117 @@ START_TEST(the_child_table_spreads_one_segment_under_many_parents) {
         ck_assert_ptr_null(match_both(h, ctx, p));
     }
     sy_match_ctx_free(ctx);
+    sy_snapshot_release(h);
+    sy_router_free(r);
+}
+END_TEST
+
+/* The host trie's hashed children are in a child table of their own:
+ * 40 hosts h<i>.example.com (a hashed node "example") and 40 paths /p<i>
+ * (a hashed root): each table sized for its own 40 children (64 homes at
+ * load <= 2/3), each entry its trie's, and both builds make both tables
+ * alike. A host with an empty label misses the whole-host table and is
+ * walked (the label dropped): it reaches its key's node through the host
+ * table; every answer is the scan's. */
+START_TEST(the_host_tries_children_are_in_a_table_of_their_own) {
+    enum { K = 40 };
+    size_t cap = (size_t)K * 2 * 128 + 16, o = 0;
+    char *doc = malloc(cap);
+    ck_assert_ptr_nonnull(doc);
+    doc[o++] = '[';
+    for (size_t i = 0; i < K; i++)
+        o += (size_t)snprintf(doc + o, cap - o,
+                              "%s{\"id\":\"h%zu\",\"uri\":\"http://b\","
+                              "\"predicates\":[\"Host=h%zu.example.com\"]},"
+                              "{\"id\":\"p%zu\",\"uri\":\"http://b\","
+                              "\"predicates\":[\"Path=/p%zu\"]}",
+                              i ? "," : "", i, i, i, i);
+    doc[o++] = ']';
+    sy_router *r = sy_test_router(doc, o);
+    free(doc);
+    sy_snapshot *h = sy_router_acquire(r);
+    const sy_snapshot *s = sy__snapshot_from_handle(h);
+    const sy__index *ix = s->base;
+    ck_assert_ptr_nonnull(ix->slots);
+    ck_assert_ptr_nonnull(ix->hslots);
+    ck_assert_uint_eq(ix->slot_mask + 1, slot_homes(K));
+    ck_assert_uint_eq(ix->hslot_mask + 1, slot_homes(K));
+    ck_assert_uint_eq(slot_homes(K), 64);
+    size_t used[2] = {0, 0};
+    for (int t = 0; t < 2; t++) {
+        const xslot *sl = t ? ix->hslots : ix->slots;
+        uint32_t count = t ? ix->hslot_count : ix->slot_count;
+        for (uint32_t i = 0; i < count; i++) {
+            uint32_t c = sl[i].child;
+            if (!c)
+                continue;
+            used[t]++;
+            const xnode *x = &ix->nodes[c];
+            ck_assert(x->shape & X_HCHILD);
+            char want = t ? 'h' : 'p';
+            ck_assert_int_eq((char)(x->w0 & 0xff), want);
+            /* the path's entries are the root's children; the host's
+             * the node "example"'s */
+            if (t)
+                ck_assert_uint_ne(x->kids, ROOT_PATH);
+            else
+                ck_assert_uint_eq(x->kids, ROOT_PATH);
+        }
+    }
+    ck_assert_uint_eq(used[0], K);
+    ck_assert_uint_eq(used[1], K);
+    sy_match_ctx *ctx;
+    ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
+    static const char *const hosts[] = {"h%zu..example.com", "h%zu.example.com",
+                                        "h%zux..example.com", "zz.example.com"};
+    for (size_t i = 0; i < K; i++)
+        for (size_t a = 0; a < 4; a++) {
+            char host[64], path[32], id[32];
+            snprintf(host, sizeof host, hosts[a], i);
+            snprintf(path, sizeof path, "/p%zu", i);
+            sy_request req = SY_REQUEST_INIT;
+            req.method = (sy_str){"GET", 3};
+            req.path = (sy_str){path, strlen(path)};
+            req.host = (sy_str){host, strlen(host)};
+            sy_match *m = NULL, *l = NULL;
+            ck_assert_int_eq(sy_snapshot_match(h, ctx, &req, &m), 0);
+            const sy_route *ra = m ? sy_match_route(m) : NULL;
+            ck_assert_int_eq(sy_snapshot_match_linear(h, ctx, &req, &l), 0);
+            const sy_route *rb = l ? sy_match_route(l) : NULL;
+            ck_assert_msg(ra == rb, "%s%s: index %s, scan %s", host, path,
+                          ra ? sy_route_id(ra) : "-",
+                          rb ? sy_route_id(rb) : "-");
+            /* h<i> ranks first (listed before p<i>); else p<i> */
+            if (a < 2)
+                snprintf(id, sizeof id, "h%zu", i);
+            else
+                snprintf(id, sizeof id, "p%zu", i);
+            ck_assert_msg(ra && strcmp(sy_route_id(ra), id) == 0, "%s%s: %s",
+                          host, path, ra ? sy_route_id(ra) : "-");
+        }
+    sy_match_ctx_free(ctx);
+
+    sy__index_route *in = routes_of(s);
+    sy__alloc a;
+    sy__alloc_init(&a, NULL);
+    const size_t budgets[] = {1, 7, 4096};
+    for (size_t bi = 0; bi < 3; bi++) {
+        sy__index_step *st;
+        sy__index *sx = step_build(&a, in, s->route_count, budgets[bi], &st);
+        ck_assert_uint_eq(sx->slot_count, ix->slot_count);
+        ck_assert_int_eq(
+            memcmp(sx->slots, ix->slots, ix->slot_count * sizeof *ix->slots),
+            0);
+        ck_assert_uint_eq(sx->hslot_mask, ix->hslot_mask);
+        ck_assert_uint_eq(sx->hslot_count, ix->hslot_count);
+        ck_assert_int_eq(memcmp(sx->hslots, ix->hslots,
+                                ix->hslot_count * sizeof *ix->hslots),
+                         0);
+        ck_assert_uint_eq(sx->bytes, ix->bytes);
+        sy__index_unref(sx);
+        sy__index_step_free(st);
+    }
+    free(in);
     sy_snapshot_release(h);
     sy_router_free(r);
 }
@@ -1606,6 +1729,7 @@ int main(void) {
     tcase_add_test(tl,
                    segments_of_each_length_are_keyed_as_the_scan_reads_them);
     tcase_add_test(tl, the_child_table_spreads_one_segment_under_many_parents);
+    tcase_add_test(tl, the_host_tries_children_are_in_a_table_of_their_own);
     tcase_add_test(tl, a_late_path_or_many_vars_is_not_walk_proven);
     tcase_add_test(tl, a_keys_literal_path_is_in_its_candidate);
     tcase_add_test(tl, a_candidate_carries_its_routes_predicates);

@@ -473,6 +473,12 @@ START_TEST(the_stepwise_build_makes_the_one_shot_index) {
             ck_assert_int_eq(memcmp(ix->slots, one->slots,
                                     one->slot_count * sizeof *one->slots),
                              0);
+        ck_assert_uint_eq(ix->hslot_count, one->hslot_count);
+        ck_assert(!ix->hslots == !one->hslots);
+        if (one->hslots)
+            ck_assert_int_eq(memcmp(ix->hslots, one->hslots,
+                                    one->hslot_count * sizeof *one->hslots),
+                             0);
         ck_assert_uint_eq(ix->nside, one->nside);
         if (one->nside)
             ck_assert_int_eq(

@@ -432,6 +432,7 @@ void sy__index_unref(sy__index *ix) {
     const sy__alloc *a = ix->alloc;
     sy__free(a, ix->nodes_mem);
     sy__free(a, ix->slots);
+    sy__free(a, ix->hslots);
     sy__free(a, ix->side);
     sy__free(a, ix->strings);
     sy__free(a, ix->cands);

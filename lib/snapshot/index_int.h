@@ -95,7 +95,8 @@ static inline const sy__cand *xnode_lone(const xnode *x) {
 #define DIRECT_MAX 4
 
 /* The child table: the literal children of X_HASH nodes, keyed by (the
- * parent's id, the segment), eight entries to a line, load <= 1/2, in
+ * parent's id, the segment), eight entries to a line, load <= 2/3
+ * (slot_homes), the path trie's and the host trie's in two tables, in
  * ordered linear probing: an entry sits at or past its home slot (the
  * combined hash's top bits, h >> slot_shift) with no empty slot between,
  * and every run of entries is in order of the hash's high half, so a
@@ -115,6 +116,14 @@ typedef struct xslot {
 
 /* Slots past the child table's mask + 1 (a multiple of 8: a line). */
 #define SLOT_TAIL 64
+
+/* A child table's home slots (its mask + 1) for n entries: a power of
+ * two, load <= 2/3. (At 1/2 the path table of 666,667 children, table_scale
+ * at 1,000,000 routes, took 16 MiB, 4,096 pages a lookup reaches at
+ * random, where 8 MiB hold it at 0.64: docs/performance.md.) */
+static inline size_t slot_homes(size_t n) {
+    return sy__pow2_at_least(8, n + n / 2);
+}
 
 /* An entry's ntag for the combined hash h. */
 static inline uint32_t slot_ntag(uint64_t h) {
@@ -238,11 +247,17 @@ struct sy__index {
     /* the build's nodes, dead ones too: the next stepwise build's
      * reserve */
     uint32_t built_nodes;
-    xslot *slots;                   /* the child table, slot_count; or NULL */
+    xslot *slots; /* the path trie's child table, slot_count; or NULL */
     uint32_t slot_mask, slot_count; /* homes: 0..slot_mask */
     uint8_t slot_shift; /* a hash's slot is its high bits: h >> slot_shift */
-    char *strings;      /* segments longer than KEY_BYTES, from byte 9 */
-    xside *side;        /* nside */
+    /* the host trie's, apart: a lookup walks the host trie only when the
+     * whole-host table cannot answer, and its children would otherwise
+     * double the table every path request probes (hslot_count; or NULL) */
+    uint8_t hslot_shift;
+    uint32_t hslot_mask, hslot_count;
+    xslot *hslots;
+    char *strings; /* segments longer than KEY_BYTES, from byte 9 */
+    xside *side;   /* nside */
     uint32_t nside;
     sy__cand *cands;  /* every list, flattened */
     uint32_t *cslots; /* cands[i]'s slot, cslots[i] */
@@ -420,12 +435,14 @@ typedef struct layout {
     lframe *stack;
     uint32_t count;      /* live nodes */
     uint32_t sp, cursor; /* layout_order's state */
-    size_t nhash, long_bytes, nside;
+    size_t nhash[2]; /* hashed children: [0] the path trie's, [1] the host's */
+    size_t long_bytes, nside;
     size_t long_used, side_used; /* layout_node's cursors */
     void *mem;                   /* xn's allocation (xn is aligned) */
     xnode *xn;
-    xslot *slots;
-    uint32_t slot_mask, slot_count;
+    /* the child tables, [0] the path trie's, [1] the host trie's */
+    xslot *slots[2];
+    uint32_t slot_mask[2], slot_count[2];
     bool slots_huge; /* slots from sy__alloc_huge */
     char *strings;
     xside *side;

@@ -56,8 +56,8 @@ void sy__ix_layout_count(const builder *b, layout *L, uint32_t n) {
     L->count++;
     const inode *nd = &b->nodes[n];
     bool w = has_wild(nd);
-    if (cnt - w > DIRECT_MAX)
-        L->nhash += cnt - w;
+    if (cnt - w > DIRECT_MAX) /* kids[] holds the host flags still */
+        L->nhash[(L->kids[n] & HF_HOST) != 0] += cnt - w;
     size_t len = edge_len(b, L, n);
     if (len > KEY_BYTES)
         L->long_bytes += len - 8;
@@ -90,18 +90,21 @@ bool sy__ix_layout_alloc(const sy__alloc *a, layout *L, bool zero) {
         L->strings = sy__malloc(a, L->long_bytes);
     if (L->nside)
         L->side = sy__malloc(a, L->nside * sizeof *L->side);
-    if (L->nhash) {
-        size_t cap = sy__pow2_at_least(8, L->nhash * 2);
-        L->slots = cap + SLOT_TAIL > UINT32_MAX
-                       ? NULL
-                       : slots_alloc(a, cap + SLOT_TAIL, zero);
-        L->slots_huge = zero;
-        L->slot_mask = (uint32_t)(cap - 1);
-        L->slot_count = (uint32_t)(cap + SLOT_TAIL);
+    L->slots_huge = zero;
+    for (int t = 0; t < 2; t++) {
+        if (!L->nhash[t])
+            continue;
+        size_t cap = slot_homes(L->nhash[t]);
+        L->slots[t] = cap + SLOT_TAIL > UINT32_MAX
+                          ? NULL
+                          : slots_alloc(a, cap + SLOT_TAIL, zero);
+        L->slot_mask[t] = (uint32_t)(cap - 1);
+        L->slot_count[t] = (uint32_t)(cap + SLOT_TAIL);
+        if (!L->slots[t])
+            return false;
     }
     if (!L->clist || !L->order || !L->stack || !L->mem ||
-        (L->long_bytes && !L->strings) || (L->nside && !L->side) ||
-        (L->nhash && !L->slots))
+        (L->long_bytes && !L->strings) || (L->nside && !L->side))
         return false;
     L->xn = (xnode *)(((uintptr_t)L->mem + 63) & ~(uintptr_t)63);
     L->parent = L->order + n;
@@ -233,18 +236,18 @@ void sy__ix_layout_node(const builder *b, layout *L, uint32_t j) {
         memcpy(&L->xn[j].w1, &L->cands[x.off], sizeof(sy__cand));
 }
 
-/* The child table's tail doubled: a run reached its last slot (which
+/* Child table t's tail doubled: a run reached its last slot (which
  * stays empty, so that a probe needs no bound). */
-static bool slots_grow(const sy__alloc *a, layout *L) {
-    size_t n = L->slot_count, m = n + (n - ((size_t)L->slot_mask + 1));
+static bool slots_grow(const sy__alloc *a, layout *L, int t) {
+    size_t n = L->slot_count[t], m = n + (n - ((size_t)L->slot_mask[t] + 1));
     xslot *s = m > UINT32_MAX ? NULL : slots_alloc(a, m, L->slots_huge);
     if (!s)
         return false;
-    memcpy(s, L->slots, n * sizeof *s);
+    memcpy(s, L->slots[t], n * sizeof *s);
     memset(s + n, 0, (m - n) * sizeof *s);
-    sy__free(a, L->slots);
-    L->slots = s;
-    L->slot_count = (uint32_t)m;
+    sy__free(a, L->slots[t]);
+    L->slots[t] = s;
+    L->slot_count[t] = (uint32_t)m;
     return true;
 }
 
@@ -259,19 +262,26 @@ bool sy__ix_layout_hash(const builder *b, layout *L, uint32_t j) {
             ? segment_hash(x->w0, x->w1, x->len)
             : segment_key(b->strings.ptr + L->key[L->order[j]].str_off, x->len)
                   .hash);
+    /* the host trie's nodes are numbered after the path trie's: from
+     * its root's first child on */
+    int t = j >= L->first[ROOT_HOST];
     /* past the run's smaller hashes and its equal ones (so that ties
      * keep the order of j, the same in both builds), to the first larger
      * or the run's end, which moves a slot on */
     uint32_t nt = slot_ntag(h);
-    size_t i = child_slot(h, L->slot_mask), end;
-    while (L->slots[i].child && L->slots[i].ntag >= nt)
+    size_t i = child_slot(h, L->slot_mask[t]), end;
+    xslot *sl = L->slots[t];
+    while (sl[i].child && sl[i].ntag >= nt)
         i++;
-    for (end = i; L->slots[end].child; end++)
+    for (end = i; sl[end].child; end++)
         ;
-    if (end + 1 == L->slot_count && !slots_grow(b->a, L))
-        return false;
-    memmove(&L->slots[i + 1], &L->slots[i], (end - i) * sizeof *L->slots);
-    L->slots[i] = (xslot){j, nt};
+    if (end + 1 == L->slot_count[t]) {
+        if (!slots_grow(b->a, L, t))
+            return false;
+        sl = L->slots[t];
+    }
+    memmove(&sl[i + 1], &sl[i], (end - i) * sizeof *sl);
+    sl[i] = (xslot){j, nt};
     return true;
 }
 
@@ -279,20 +289,27 @@ void sy__ix_layout_give(layout *L, sy__index *ix) {
     ix->nodes = L->xn;
     ix->nodes_mem = L->mem;
     ix->node_count = L->count;
-    ix->slots = L->slots;
-    ix->slot_mask = L->slot_mask;
-    ix->slot_count = L->slot_count;
+    ix->slots = L->slots[0];
+    ix->slot_mask = L->slot_mask[0];
+    ix->slot_count = L->slot_count[0];
     ix->slot_shift =
-        (uint8_t)(L->slot_mask ? __builtin_clzll((uint64_t)L->slot_mask) : 63);
+        (uint8_t)(L->slot_mask[0] ? __builtin_clzll((uint64_t)L->slot_mask[0])
+                                  : 63);
+    ix->hslots = L->slots[1];
+    ix->hslot_mask = L->slot_mask[1];
+    ix->hslot_count = L->slot_count[1];
+    ix->hslot_shift =
+        (uint8_t)(L->slot_mask[1] ? __builtin_clzll((uint64_t)L->slot_mask[1])
+                                  : 63);
     ix->strings = L->strings;
     ix->side = L->side;
     ix->nside = (uint32_t)L->nside;
     ix->bytes += (size_t)L->count * sizeof *L->xn + 64 + L->long_bytes +
                  L->nside * sizeof *L->side +
-                 (size_t)L->slot_count * sizeof *L->slots;
+                 ((size_t)L->slot_count[0] + L->slot_count[1]) * sizeof(xslot);
     L->xn = NULL;
     L->mem = NULL;
-    L->slots = NULL;
+    L->slots[0] = L->slots[1] = NULL;
     L->strings = NULL;
     L->side = NULL;
 }
@@ -307,7 +324,8 @@ void sy__ix_layout_done(const sy__alloc *a, layout *L) {
     spare_put(a, &L->room, L->order);
     spare_put(a, &L->room, L->stack);
     sy__free(a, L->mem);
-    sy__free(a, L->slots);
+    sy__free(a, L->slots[0]);
+    sy__free(a, L->slots[1]);
     sy__free(a, L->strings);
     sy__free(a, L->side);
     memset(L, 0, sizeof *L);

@@ -113,15 +113,16 @@ static inline list_ref multi_of(const sy__index *ix, const xnode *nd,
 }
 
 /* The child table's probe for the literal child of `parent` (an X_HASH
- * node) with hash h and words w0, w1 of segment seg: past the smaller
- * hashes of its home's run, then the entries of its tag, each checked
- * against the child's own words and that it is this parent's; a larger
- * hash or an empty slot ends it. */
+ * node; of the host trie: host) with hash h and words w0, w1 of segment
+ * seg: past the smaller hashes of its home's run, then the entries of its
+ * tag, each checked against the child's own words and that it is this
+ * parent's; a larger hash or an empty slot ends it. */
 static inline __attribute__((always_inline)) uint32_t
 probe_child(const sy__index *ix, uint32_t parent, uint64_t h, uint64_t w0,
-            uint64_t w1, sy_str seg) {
+            uint64_t w1, sy_str seg, const bool host) {
     uint32_t nt = slot_ntag(h);
-    const xslot *e = &ix->slots[h >> ix->slot_shift];
+    const xslot *e = host ? &ix->hslots[h >> ix->hslot_shift]
+                          : &ix->slots[h >> ix->slot_shift];
     while (e->ntag > nt)
         e++;
     for (; e->ntag == nt; e++) {
@@ -139,9 +140,10 @@ probe_child(const sy__index *ix, uint32_t parent, uint64_t h, uint64_t w0,
 /* A segment longer than KEY_BYTES: its tail is compared in the pool,
  * out of line (off the walk's registers). */
 static __attribute__((noinline, unused)) uint32_t
-find_hashed_long(const sy__index *ix, uint32_t parent, sy_str seg) {
+find_hashed_long(const sy__index *ix, uint32_t parent, sy_str seg, bool host) {
     seg_key k = segment_key(seg.ptr, seg.len);
-    return probe_child(ix, parent, child_hash(parent, k.hash), k.w0, k.w1, seg);
+    return probe_child(ix, parent, child_hash(parent, k.hash), k.w0, k.w1, seg,
+                       host);
 }
 
 /* The literal child of `parent` (an X_HASH node) for segment `seg`,
@@ -149,14 +151,14 @@ find_hashed_long(const sy__index *ix, uint32_t parent, sy_str seg) {
  * compared by its words alone, no call: the probe's registers stay the
  * caller's. */
 static inline __attribute__((always_inline)) uint32_t
-find_hashed(const sy__index *ix, uint32_t parent, sy_str seg) {
+find_hashed(const sy__index *ix, uint32_t parent, sy_str seg, const bool host) {
     if (seg.len > KEY_BYTES)
-        return find_hashed_long(ix, parent, seg);
+        return find_hashed_long(ix, parent, seg, host);
     uint64_t w0, w1;
     segment_words(seg.ptr, seg.len, &w0, &w1);
     return probe_child(ix, parent,
                        child_hash(parent, segment_hash(w0, w1, seg.len)), w0,
-                       w1, seg);
+                       w1, seg, host);
 }
 
 /* The literal child among n of them from `first`, compared one by one. */
@@ -285,14 +287,15 @@ walk_in(collector *c, uint32_t node, cursor k, bool literal, const int mode,
             self(c, kid, cur_next(&q, k, mode), false);
             if (c->overflow)
                 return;
-            node = shape & X_NLIT ? find_direct(ix, kid + 1, shape & X_NLIT,
-                                                cur_seg(&q, k, mode))
-                                  : find_hashed(ix, node, cur_seg(&q, k, mode));
+            node = shape & X_NLIT
+                       ? find_direct(ix, kid + 1, shape & X_NLIT,
+                                     cur_seg(&q, k, mode))
+                       : find_hashed(ix, node, cur_seg(&q, k, mode), !path);
         } else if (shape & X_NLIT) {
             node = find_direct(ix, first_kid(nd, node, shape), shape & X_NLIT,
                                cur_seg(&q, k, mode));
         } else if (shape & X_HASH) {
-            node = find_hashed(ix, node, cur_seg(&q, k, mode));
+            node = find_hashed(ix, node, cur_seg(&q, k, mode), !path);
         } else {
             return;
         }

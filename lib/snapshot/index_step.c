@@ -547,10 +547,20 @@ static int ph_layout_count(sy__index_step *st, size_t *left) {
     return sy__ix_layout_alloc(st->b.a, &st->L, false) ? 1 : SY_ENOMEM;
 }
 
-/* The child table, a line per item. */
+/* The child tables' line i (the path trie's, then the host trie's). */
+static void zero_slots(layout *L, size_t i) {
+    size_t n0 = L->slots[0] ? (size_t)L->slot_count[0] / 8 : 0;
+    xslot *s = i < n0 ? &L->slots[0][i * 8] : &L->slots[1][(i - n0) * 8];
+    memset(s, 0, 8 * sizeof *s);
+}
+
+/* The child tables, a line per item. */
 static int ph_layout_zero(sy__index_step *st, size_t *left) {
-    PASS(st, st->L.slots ? (size_t)st->L.slot_count / 8 : 0, left,
-         memset(&st->L.slots[i * 8], 0, 8 * sizeof *st->L.slots));
+    const layout *L = &st->L;
+    PASS(st,
+         (L->slots[0] ? (size_t)L->slot_count[0] / 8 : 0) +
+             (L->slots[1] ? (size_t)L->slot_count[1] / 8 : 0),
+         left, zero_slots(&st->L, i));
     return 1;
 }
 
@@ -660,10 +670,11 @@ int sy__index_step_run(sy__index_step *st, size_t budget, sy__index **out) {
 int sy__index_free_step(sy__index *ix) {
     if (atomic_load_explicit(&ix->refs, memory_order_acquire) != 1)
         return -1; /* another holder would free it all at once */
-    void **parts[] = {
-        (void **)&ix->hosts_mem, (void **)&ix->hkeys, (void **)&ix->cands,
-        (void **)&ix->cslots,    (void **)&ix->vars,  (void **)&ix->strings,
-        (void **)&ix->slots,     (void **)&ix->side,  (void **)&ix->nodes_mem};
+    void **parts[] = {(void **)&ix->hosts_mem, (void **)&ix->hkeys,
+                      (void **)&ix->cands,     (void **)&ix->cslots,
+                      (void **)&ix->vars,      (void **)&ix->strings,
+                      (void **)&ix->slots,     (void **)&ix->hslots,
+                      (void **)&ix->side,      (void **)&ix->nodes_mem};
     /* a large mapped part shrinks DROP_STEP a call, as drop_one does: a
      * 74 MB node array of a 1,000,000-route index unmapped at once is a
      * publish of several ms (the trash calls this within a time budget,

@@ -1625,22 +1625,27 @@ START_TEST(a_wildcard_keys_literal_path_is_in_its_candidate) {
 }
 END_TEST
 
-/* Sixteen literal hosts, ten of them hashed to the table's last group
- * of eight (seven slots each: load <= 1/2): that group fills and the
- * rest spill over into the first one (the probe wraps). Every key is
- * found, its route the scan's; a missing host of the full group (the
- * same length and first byte: past the filters) probes on into the next
- * one and finds nothing. */
+/* Thirty literal hosts, ten of them hashed to the table's last group
+ * of eight (seven slots each: load <= 3/4), the others to groups 1..6,
+ * at most four each: the last group fills and the rest spill over into
+ * the first one (the probe wraps). Every key is found, its route the
+ * scan's; a missing host of the full group (the same length and first
+ * byte: past the filters) probes on into the next one and finds
+ * nothing. */
 START_TEST(a_full_group_spills_into_the_next_one) {
-    enum { KEYS = 16, CROWD = 10, LAST = 7 };
+    enum { KEYS = 30, CROWD = 10, LAST = 7 };
     char hosts[KEYS][32], miss[32] = "";
-    size_t n = 0, crowd = 0;
-    for (size_t j = 100; j < 1000 && (n < KEYS || !miss[0]); j++) {
+    size_t n = 0, crowd = 0, per[LAST + 1] = {0};
+    for (size_t j = 100; j < 10000 && (n < KEYS || !miss[0]); j++) {
         char k[32];
         snprintf(k, sizeof k, "k%zu.crowd.test", j);
-        bool last = (host_hash(k, strlen(k)) & LAST) == LAST;
-        if (n < KEYS && (last ? crowd < CROWD : n - crowd < KEYS - CROWD)) {
+        size_t g = host_hash(k, strlen(k)) & LAST;
+        bool last = g == LAST;
+        bool other = g != 0 && g != LAST && per[g] < 4;
+        if (n < KEYS &&
+            (last ? crowd < CROWD : other && n - crowd < KEYS - CROWD)) {
             memcpy(hosts[n++], k, sizeof k);
+            per[g]++;
             crowd += last;
         } else if (last && !miss[0] && crowd == CROWD) {
             memcpy(miss, k, sizeof k);
@@ -1649,7 +1654,7 @@ START_TEST(a_full_group_spills_into_the_next_one) {
     ck_assert_uint_eq(n, KEYS);
     ck_assert_uint_eq(crowd, CROWD);
     ck_assert(miss[0]);
-    char doc[4096];
+    char doc[8192];
     size_t o = 0;
     doc[o++] = '[';
     for (size_t i = 0; i < KEYS; i++)

@@ -192,9 +192,11 @@ typedef struct inode {
  * byte is always 0. A key is in the first group from its hash's low bits
  * with a free slot, so a probe compares a group's seven tags at once
  * (SWAR) and stops at a group with an empty slot: at a load of at most
- * 1/2, mostly the one. A slot: the offset of the key's record in the
- * index's hkeys (its len, the term list's length, then its text: the
- * line a compare reads anyway) and the term list's offset. A key longer
+ * 3/4, mostly the one, else the next line of the same 4 KiB page (at
+ * 1/2 the table at 1,000,000 hosts spanned twice the pages a lookup
+ * reaches at random: docs/performance.md). A slot: the offset of the key's
+ * record in the index's hkeys (its len, the term list's length, then its text:
+ * the line a compare reads anyway) and the term list's offset. A key longer
  * than 32767 bytes or a list longer than 65535 is left to the walk.
  *
  *   group  [tags: t0 .. t6, 0][off|term_off] x 7
@@ -644,8 +646,9 @@ static inline bool host_alloc(const sy__alloc *a, size_t count, size_t bytes,
     *gmask = 0;
     if (!count)
         return true;
-    /* load <= 1/2 */
-    size_t groups = sy__pow2_at_least(1, (count * 2 + HG_SLOTS - 1) / HG_SLOTS);
+    /* load <= 3/4 */
+    size_t groups =
+        sy__pow2_at_least(1, (count * 4 + 3 * HG_SLOTS - 1) / (3 * HG_SLOTS));
     if (groups > UINT32_MAX || bytes > UINT32_MAX)
         return true; /* no table: every host is walked */
     size_t size = host_table_bytes((uint32_t)(groups - 1));

@@ -161,6 +161,26 @@ static sy__index *step_build(const sy__alloc *a, const sy__index_route *in,
     return ix;
 }
 
+/* The stepwise build's trie tables are the one-shot build's, byte for
+ * byte: nodes, the path trie's child table, the host trie's own. */
+static void ck_same_trie_tables(const sy__index *sx, const sy__index *ix) {
+    ck_assert_uint_eq(sx->node_count, ix->node_count);
+    ck_assert_int_eq(
+        memcmp(sx->nodes, ix->nodes, ix->node_count * sizeof *ix->nodes), 0);
+    ck_assert_uint_eq(sx->slot_mask, ix->slot_mask);
+    ck_assert_uint_eq(sx->slot_count, ix->slot_count);
+    ck_assert_int_eq(
+        memcmp(sx->slots, ix->slots, ix->slot_count * sizeof *ix->slots), 0);
+    ck_assert_uint_eq(sx->hslot_mask, ix->hslot_mask);
+    ck_assert_uint_eq(sx->hslot_count, ix->hslot_count);
+    ck_assert(!sx->hslots == !ix->hslots);
+    if (ix->hslots)
+        ck_assert_int_eq(memcmp(sx->hslots, ix->hslots,
+                                ix->hslot_count * sizeof *ix->hslots),
+                         0);
+    ck_assert_uint_eq(sx->bytes, ix->bytes);
+}
+
 START_TEST(both_builds_make_the_same_whole_host_table) {
     sy_router *r = router_new_of();
     sy_snapshot *h = sy_router_acquire(r);
@@ -761,24 +781,10 @@ START_TEST(nodes_are_laid_out_by_their_number_of_children) {
     sy__alloc_init(&a, NULL);
     sy__index_step *st;
     sy__index *sx = step_build(&a, in, n, 3, &st);
-    ck_assert_uint_eq(sx->node_count, ix->node_count);
-    ck_assert_int_eq(
-        memcmp(sx->nodes, ix->nodes, ix->node_count * sizeof *ix->nodes), 0);
-    ck_assert_uint_eq(sx->slot_mask, ix->slot_mask);
-    ck_assert_uint_eq(sx->slot_count, ix->slot_count);
-    ck_assert_int_eq(
-        memcmp(sx->slots, ix->slots, ix->slot_count * sizeof *ix->slots), 0);
-    ck_assert_uint_eq(sx->hslot_mask, ix->hslot_mask);
-    ck_assert_uint_eq(sx->hslot_count, ix->hslot_count);
-    ck_assert(!sx->hslots == !ix->hslots);
-    if (ix->hslots)
-        ck_assert_int_eq(memcmp(sx->hslots, ix->hslots,
-                                ix->hslot_count * sizeof *ix->hslots),
-                         0);
+    ck_same_trie_tables(sx, ix);
     ck_assert_uint_eq(sx->nside, ix->nside);
     ck_assert_int_eq(memcmp(sx->side, ix->side, ix->nside * sizeof *ix->side),
                      0);
-    ck_assert_uint_eq(sx->bytes, ix->bytes);
     sy__index_unref(sx);
     sy__index_step_free(st);
     free(in);
@@ -1107,9 +1113,7 @@ START_TEST(the_child_table_keeps_runs_in_order_and_grows_its_tail) {
     sy__alloc_init(&a, NULL);
     sy__index_step *st;
     sy__index *sx = step_build(&a, in, s->route_count, 3, &st);
-    ck_assert_uint_eq(sx->slot_count, ix->slot_count);
-    ck_assert_int_eq(
-        memcmp(sx->slots, ix->slots, ix->slot_count * sizeof *ix->slots), 0);
+    ck_same_trie_tables(sx, ix);
     sy__index_unref(sx);
     sy__index_step_free(st);
     free(in);
@@ -1345,16 +1349,7 @@ START_TEST(the_host_tries_children_are_in_a_table_of_their_own) {
     for (size_t bi = 0; bi < 3; bi++) {
         sy__index_step *st;
         sy__index *sx = step_build(&a, in, s->route_count, budgets[bi], &st);
-        ck_assert_uint_eq(sx->slot_count, ix->slot_count);
-        ck_assert_int_eq(
-            memcmp(sx->slots, ix->slots, ix->slot_count * sizeof *ix->slots),
-            0);
-        ck_assert_uint_eq(sx->hslot_mask, ix->hslot_mask);
-        ck_assert_uint_eq(sx->hslot_count, ix->hslot_count);
-        ck_assert_int_eq(memcmp(sx->hslots, ix->hslots,
-                                ix->hslot_count * sizeof *ix->hslots),
-                         0);
-        ck_assert_uint_eq(sx->bytes, ix->bytes);
+        ck_same_trie_tables(sx, ix);
         sy__index_unref(sx);
         sy__index_step_free(st);
     }

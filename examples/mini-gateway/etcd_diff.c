@@ -6,20 +6,30 @@
  * keys (a prefix may hold tens of thousands): each key's record is looked
  * up once (a service's instances by binary search), the records not
  * listed found in one pass over them, and the route keys sorted by
- * creation with a merge sort. Called by etcd_source.c under its mutex.
+ * creation. Called by etcd_source.c under its mutex.
  */
 #include "etcd_source_int.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+/* Route keys by create_revision; keys created at one revision (one
+ * transaction) in key order, the order etcd lists a range in. */
+static int by_creation(const void *pa, const void *pb) {
+    const etcd_change *a = pa, *b = pb;
+    if (a->create_revision != b->create_revision)
+        return a->create_revision < b->create_revision ? -1 : 1;
+    return strcmp(a->key, b->key);
+}
+
 /* New sources are registered in creation order, as watching gateways saw
  * them: registration order breaks rank ties between sources. So the route
- * keys go first, stably sorted by create_revision (a merge sort: a prefix
- * may hold thousands of keys); the instance keys follow in the key order
- * etcd listed them, each service's together (their order changes
- * nothing, and in key order each service's record is found once and its
- * instances are appended to its sorted list). False: out of memory. */
+ * keys go first, sorted by creation (keys are unique, so the order is
+ * total: n log n, a prefix may hold tens of thousands); the instance keys
+ * follow in the key order etcd listed them, each service's together
+ * (their order changes nothing, and in key order each service's record is
+ * found once and its instances are appended to its sorted list). False:
+ * out of memory. */
 static bool sort_by_creation(etcd_change_list *got) {
     size_t n = got->n, routes = 0;
     etcd_change *v = got->v;
@@ -33,30 +43,8 @@ static bool sort_by_creation(etcd_change_list *got) {
         if (!v[i].is_route)
             tmp[k++] = v[i];
     memcpy(v, tmp, n * sizeof *v);
-    /* bottom-up merge sort of v[0, routes) by create_revision, through
-     * tmp; equal revisions (one transaction) keep their key order */
-    etcd_change *from = v, *to = tmp;
-    for (size_t w = 1; w < routes; w *= 2) {
-        for (size_t lo = 0; lo < routes; lo += 2 * w) {
-            size_t mid = lo + w < routes ? lo + w : routes;
-            size_t hi = lo + 2 * w < routes ? lo + 2 * w : routes;
-            size_t a = lo, b = mid, o = lo;
-            while (a < mid && b < hi)
-                to[o++] = from[b].create_revision < from[a].create_revision
-                              ? from[b++]
-                              : from[a++];
-            while (a < mid)
-                to[o++] = from[a++];
-            while (b < hi)
-                to[o++] = from[b++];
-        }
-        etcd_change *swap = from;
-        from = to;
-        to = swap;
-    }
-    if (from != v)
-        memcpy(v, from, routes * sizeof *v);
     free(tmp);
+    qsort(v, routes, sizeof *v, by_creation);
     return true;
 }
 

@@ -81,6 +81,20 @@ START_TEST(recipe_by_header_sends_only_tagged_requests_to_the_canary) {
 }
 END_TEST
 
+/* A version header that is present with an empty value is a request
+ * for version "": no instance has it, so no instance (503), whether the
+ * host hands the empty value as {"", 0} (the gateway, nginx: a pointer
+ * into their buffer) or as {NULL, 0} (the Python bindings). The second
+ * was read as "no header" and went to the stable instances. */
+START_TEST(an_empty_version_header_is_present_however_the_host_spells_it) {
+    sy_router *r = router_with(BY_HEADER);
+    set_orders(r, true);
+    ck_assert_str_eq(pick(r, "/orders/1", "X-Version", "", 1, NULL), "");
+    ck_assert_str_eq(pick(r, "/orders/1", "X-Version", NULL, 1, NULL), "");
+    sy_router_free(r);
+}
+END_TEST
+
 static const char *BY_PERCENT =
     "[{\"id\":\"orders-canary\",\"uri\":\"lb://orders-canary\","
     "\"predicates\":[\"Path=/orders/**\",\"Weight=orders,10\"]},"
@@ -499,6 +513,8 @@ int main(void) {
     tcase_add_test(tc, version_default_oldest_keeps_untagged_traffic_on_stable);
     tcase_add_test(tc,
                    version_default_pins_untagged_traffic_to_a_named_version);
+    tcase_add_test(
+        tc, an_empty_version_header_is_present_however_the_host_spells_it);
     tcase_add_test(tc, recipe_by_user_hash_keeps_each_user_on_one_side);
     tcase_add_test(tc, recipe_rollback_returns_all_traffic_to_stable);
     tcase_add_test(tc, a_removed_instance_is_never_chosen_after_the_publish);

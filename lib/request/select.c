@@ -8,6 +8,13 @@
 #include "request/select.h"
 #include "service/service.h"
 
+/* A present header's value: an empty one may come as {NULL, 0} (the
+ * Python bindings' spelling) or as a pointer into the host's buffer; both
+ * are "present, empty", never "absent" (ptr NULL means absent below). */
+static sy_str present(sy_str v) {
+    return v.ptr ? v : (sy_str){"", 0};
+}
+
 /* First value of a request header (case-insensitive name of `len`
  * bytes), or ptr NULL. */
 static sy_str header_value(const sy_request *req, const char *name,
@@ -15,7 +22,7 @@ static sy_str header_value(const sy_request *req, const char *name,
     for (size_t i = 0; i < req->header_count; i++)
         if (req->headers[i].name.len == len && /* (no call for most) */
             sy__str_ieq(req->headers[i].name, name, len))
-            return req->headers[i].value;
+            return present(req->headers[i].value);
     return (sy_str){NULL, 0};
 }
 
@@ -63,7 +70,7 @@ static void selection_headers(const sy_request *req,
     for (size_t i = 0; i < req->header_count && !(v && h); i++) {
         sy_str n = req->headers[i].name;
         if (!v && n.len == vlen && sy__str_ieq(n, sel->version_header, vlen)) {
-            *version = req->headers[i].value;
+            *version = present(req->headers[i].value);
             v = true;
         }
         if (!h && n.len == HINT_LEN && sy__str_ieq(n, HINT_HEADER, HINT_LEN)) {

@@ -168,6 +168,21 @@ def test_version_aware_selection(router):
                          headers={"version": "1.9"}).id == "old"
 
 
+def test_an_empty_version_header_asks_for_version_empty(router):
+    # the bindings hand an empty header value as {NULL, 0}; the library
+    # read that as "no version header" and sent the request to the
+    # unversioned instances, where the gateway and nginx (whose empty
+    # values point into their buffers) took it for an unknown version
+    # (this route's version-fallback latest: the newest)
+    router.set_instances("orders", [
+        sy.Instance("plain", "h", 1),
+        sy.Instance("new", "h", 2, metadata={"version": "2.0"}),
+    ])
+    assert router.select(url="/api/orders/1").id == "plain"
+    assert router.select(url="/api/orders/1",
+                         headers={"version": ""}).id == "new"
+
+
 def test_a_weight_of_zero_is_refused_not_taken_as_one(router):
     # the library reads weight 0 as 1 (a zeroed struct's default): an
     # instance meant to take no traffic took a full share

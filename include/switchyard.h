@@ -575,7 +575,8 @@ typedef enum sy_instance_state {
 /* An instance as the host describes it; strings are copied. */
 typedef struct sy_instance {
     const char *id;
-    const char *host;
+    const char *host; /* a DNS name, an IPv4 or IPv6 address ("[::1]" is
+                         kept as "::1"); no port, scheme or path (SY_EINVAL) */
     uint16_t port;
     bool secure;
     uint32_t weight; /* 0 means 1 */

@@ -175,6 +175,22 @@ START_TEST(every_bad_input_is_located) {
 }
 END_TEST
 
+/* A host no host can connect to is refused at the document's own path
+ * (it was taken, and every request to it failed). */
+START_TEST(bad_hosts_are_located_in_the_document) {
+    parse_bad("{\"services\":{\"s\":[{\"id\":\"a\",\"host\":"
+              "\"10.0.0.1:8080\",\"port\":1}]}}",
+              SY_EARG, "services.s[0].host", "the port goes in port");
+    parse_bad("{\"s\":[{\"id\":\"a\",\"host\":\"http://x\",\"port\":1}]}",
+              SY_EARG, "s[0].host", "IPv6");
+    parse_bad("{\"s\":[{\"id\":\"a\",\"host\":\"x/y\",\"port\":1}]}", SY_EARG,
+              "s[0].host", "no scheme, path or spaces");
+    sy_instances *d =
+        parse_ok("{\"s\":[{\"id\":\"a\",\"host\":\"[::1]\",\"port\":1}]}");
+    sy_instances_free(d);
+}
+END_TEST
+
 START_TEST(parsed_lists_feed_a_router_and_selection) {
     sy_instances *d = parse_ok(
         "{\"services\":{\"orders\":["
@@ -278,6 +294,7 @@ int main(void) {
     tcase_add_test(tc, envelope_and_bare_map_give_the_same_lists);
     tcase_add_test(tc, numeric_versions_are_text_and_states_take_any_case);
     tcase_add_test(tc, every_bad_input_is_located);
+    tcase_add_test(tc, bad_hosts_are_located_in_the_document);
     tcase_add_test(tc, parsed_lists_feed_a_router_and_selection);
     tcase_add_test(tc, allocator_hooks_are_used_and_everything_is_freed);
     suite_add_tcase(s, tc);

@@ -1001,6 +1001,53 @@ START_TEST(empty_host_and_zero_port_are_invalid) {
 }
 END_TEST
 
+/* run or refuse: a host neither host connects to (a port or scheme in
+ * it, a path, spaces, an IPv6 zone nginx cannot parse) was taken and
+ * failed at every request; "[::1]" is the address ::1 (kept bare: the
+ * gateway and nginx failed to connect to "[::1]"). */
+START_TEST(a_host_no_host_can_connect_to_is_refused_with_its_path) {
+    static const char *const bad[] = {
+        "10.0.0.1:8080", "http://orders", "orders/v1",    "a b", "[::1",
+        "[::1]:8080",    "[orders]",      "fe80::1%eth0", "1:2", "h\n"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        sy_instance l[2] = {{.id = "a", .host = "h", .port = 1},
+                            {.id = "b", .host = bad[i], .port = 1}};
+        sy_error err;
+        ck_assert_msg(build_err(l, 2, &err) == SY_EINVAL, "%s taken", bad[i]);
+        ck_assert_str_eq(err.path, "instances[1].host");
+        ck_assert_ptr_nonnull(strstr(err.message, "instance \"b\""));
+    }
+    static const char *const good[][2] = {
+        {"orders-1.svc.cluster.local", "orders-1.svc.cluster.local"},
+        {"10.0.0.1", "10.0.0.1"},
+        {"my_service", "my_service"},
+        {"::1", "::1"},
+        {"[::1]", "::1"},
+        {"[2001:db8::7]", "2001:db8::7"}};
+    sy__alloc a = the_alloc();
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        sy_instance l[1] = {{.id = "a", .host = good[i][0], .port = 1}};
+        sy__service *s = NULL;
+        sy_error err;
+        ck_assert_msg(sy__service_new(&a, "svc", l, 1, &s, &err) == 0, "%s: %s",
+                      good[i][0], err.message);
+        ck_assert_str_eq(sy__service_instance(s, 0)->host, good[i][1]);
+        sy__service_unref(s);
+    }
+    /* a delta's ADD is checked the same way, with its own path */
+    sy_instance l[1] = {{.id = "a", .host = "h", .port = 1}};
+    sy__service *s = NULL, *t = NULL;
+    ck_assert_int_eq(sy__service_new(&a, "svc", l, 1, &s, NULL), 0);
+    sy_instance_delta d = {SY_INSTANCE_ADD,
+                           {.id = "b", .host = "h:80", .port = 1}};
+    sy_error err;
+    ck_assert_int_eq(sy__service_apply_deltas(s, &d, 1, &t, &err), SY_EINVAL);
+    ck_assert_ptr_null(t);
+    ck_assert_str_eq(err.path, "deltas[0].instance.host");
+    sy__service_unref(s);
+}
+END_TEST
+
 START_TEST(duplicate_metadata_key_is_reported) {
     sy_kv md[2] = {{"zone", "a"}, {"zone", "b"}};
     sy_instance l[1] = {{.id = "a",
@@ -1794,6 +1841,7 @@ int main(void) {
     tcase_add_test(tc, bench_hook_measures_every_policy);
     tcase_add_test(tc, source_fingerprints_in_one_pass_match_the_definition);
     tcase_add_test(tc, snapshot_lists_services_instances_and_their_health);
+    tcase_add_test(tc, a_host_no_host_can_connect_to_is_refused_with_its_path);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

@@ -403,6 +403,47 @@ bool sy__value_datetime_ms(const char *s, int64_t *out, const char **why) {
 
 /* ---- addresses ---- */
 
+/* A byte of a host name: ASCII letters, digits, '-', '.', '_' (no
+ * locale). */
+static bool host_char(unsigned char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_';
+}
+
+/* Whether s[0..n) is an IPv6 address (inet_pton's form, no %zone). */
+static bool host_ipv6(const char *s, size_t n) {
+    char buf[64];
+    unsigned char a6[16];
+    if (n == 0 || n >= sizeof buf)
+        return false;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    return inet_pton(AF_INET6, buf, a6) == 1;
+}
+
+bool sy__value_host(const char *s, const char **why) {
+    size_t n = strlen(s);
+    if (n == 0)
+        return set_why(why, "the host is empty");
+    if (s[0] == '[') /* "[::1]": the address in brackets, alone */
+        return (n > 2 && s[n - 1] == ']' && host_ipv6(s + 1, n - 2)) ||
+               set_why(why, "brackets hold an IPv6 address and nothing "
+                            "else: [::1] (the port goes in port)");
+    if (memchr(s, ':', n)) /* no %zone: nginx parses none */
+        return host_ipv6(s, n) ||
+               set_why(why, "a host with ':' must be an IPv6 address, "
+                            "without a %zone (the port goes in port, no "
+                            "scheme)");
+    if (n > 253)
+        return set_why(why, "a host name is at most 253 bytes");
+    for (size_t i = 0; i < n; i++)
+        if (!host_char((unsigned char)s[i]))
+            return set_why(why, "a host is a DNS name or an IP address: "
+                                "letters, digits, '-', '.', '_' (no "
+                                "scheme, path or spaces)");
+    return true;
+}
+
 /* Parse a bare address of up to n bytes; family 0 when invalid. */
 static bool parse_addr(const char *s, size_t n, sy__cidr *out) {
     char buf[64];

@@ -46,6 +46,13 @@ bool sy__value_token(const char *s, const char **why);
 /* A method token; *upper receives the upper-cased copy (caller's buffer of
  * at least strlen(s)+1 bytes). */
 bool sy__value_method(const char *s, char *upper, const char **why);
+/* An instance's host, the name or address a host connects to: a DNS name
+ * or IPv4 address (letters, digits, '-', '.', '_'; at most 253 bytes), or
+ * an IPv6 address (inet_pton's form, no %zone), bare or alone in brackets
+ * ("[::1]", which the service stores as "::1"). A port, a scheme, a path
+ * or spaces are refused: the gateway and nginx would fail every
+ * connection to it. */
+bool sy__value_host(const char *s, const char **why);
 /* The path of a forward: uri or fallbackUri (after "forward:"), which the
  * host dispatches again with the request's own query and sends upstream
  * as written: "/" first (not "//"), no query or fragment, only bytes a

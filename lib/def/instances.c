@@ -8,6 +8,7 @@
  * in one arena owned by the sy_instances object.
  */
 #include "base/util.h"
+#include "base/values.h"
 #include "def/def.h"
 
 #include <cJSON.h>
@@ -191,6 +192,12 @@ static int parse_instance(const inst_parser *ps, const cJSON *o,
     if ((rc = required_text(ps, o, svc, i, "id", &x->id)) ||
         (rc = required_text(ps, o, svc, i, "host", &x->host)))
         return rc;
+    const char *why;
+    if (!sy__value_host(x->host, &why)) {
+        inst_path(p, sizeof p, ps, svc, i, "host");
+        return sy__error_set(ps->err, SY_EARG, p, "host '%.80s': %s", x->host,
+                             why);
+    }
     inst_path(p, sizeof p, ps, svc, i, "port");
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "port");
     double d;

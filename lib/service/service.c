@@ -8,6 +8,8 @@
  */
 #include "service/service_int.h"
 
+#include "base/values.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -117,6 +119,13 @@ int sy__svc_validate(const sy_instance *in, sy__svc_where w, sy_error *err) {
         return sy__error_set(err, SY_EINVAL, path,
                              "instance \"%s\" has an empty host", in->id);
     }
+    const char *why;
+    if (!sy__value_host(in->host, &why)) { /* run or refuse: no host */
+        sy__svc_path(path, sizeof path, w, ".host"); /* connects to it */
+        return sy__error_set(err, SY_EINVAL, path,
+                             "instance \"%s\": host '%.80s': %s", in->id,
+                             in->host, why);
+    }
     if (in->port == 0) {
         sy__svc_path(path, sizeof path, w, ".port");
         return sy__error_set(err, SY_EINVAL, path, "instance \"%s\" has port 0",
@@ -162,7 +171,15 @@ static int sy__svc_copy_instance(sy__service *s, sy__svc_inst *dst,
     dst->idh = idh;
     dst->idlen = (uint32_t)idlen;
     size_t mdn = in->metadata_count;
-    size_t hostlen = strlen(in->host), bytes = idlen + hostlen + 2;
+    /* "[::1]" (validated) is kept as "::1": the address hosts connect to
+     * (the authority brackets it again) */
+    const char *host = in->host;
+    size_t hostlen = strlen(host);
+    if (host[0] == '[') {
+        host++;
+        hostlen -= 2;
+    }
+    size_t bytes = idlen + hostlen + 2;
     for (size_t j = 0; j < mdn; j++)
         bytes +=
             strlen(in->metadata[j].key) + strlen(in->metadata[j].value) + 2;
@@ -173,7 +190,8 @@ static int sy__svc_copy_instance(sy__service *s, sy__svc_inst *dst,
     memcpy(p, in->id, idlen + 1);
     dst->pub.id = p;
     p += idlen + 1;
-    memcpy(p, in->host, hostlen + 1);
+    memcpy(p, host, hostlen);
+    p[hostlen] = '\0';
     dst->pub.host = p;
     p += hostlen + 1;
     for (size_t j = 0; j < mdn; j++) {

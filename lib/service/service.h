@@ -21,8 +21,9 @@ typedef struct sy__service sy__service;
 /*
  * Build a service from a list of instances. Everything is copied (strings,
  * metadata); weight 0 becomes 1. Validation: id non-empty and unique
- * (SY_EINVAL / SY_EDUPLICATE, path "instances[2].id"), host non-empty
- * ("instances[i].host"), port != 0 ("instances[i].port"), a known state
+ * (SY_EINVAL / SY_EDUPLICATE, path "instances[2].id"), host a name or
+ * an address a host can connect to (sy__value_host: "instances[i].host";
+ * "[::1]" is kept as "::1"), port != 0 ("instances[i].port"), a known state
  * ("instances[i].state"), metadata keys and values non-NULL and keys unique
  * ("instances[i].metadata[j].key"). n == 0 is allowed: selection on an
  * empty service fails with SY_ENOINSTANCE. `name` must be non-empty. On

@@ -191,6 +191,20 @@ START_TEST(bad_hosts_are_located_in_the_document) {
 }
 END_TEST
 
+/* "version": "" is refused at its path: it made a versioned instance
+ * (the smallest version) that looks unversioned, kept out of untagged
+ * traffic while another instance had no version. Other empty values
+ * ("zone": "") stay text: no route asks for an empty zone or hint. */
+START_TEST(an_empty_version_is_located_in_the_document) {
+    parse_bad("{\"s\":[{\"id\":\"a\",\"host\":\"h\",\"port\":1,"
+              "\"metadata\":{\"zone\":\"a\",\"version\":\"\"}}]}",
+              SY_EARG, "s[0].metadata.version", "version is empty");
+    sy_instances *d = parse_ok("{\"s\":[{\"id\":\"a\",\"host\":\"h\","
+                               "\"port\":1,\"metadata\":{\"zone\":\"\"}}]}");
+    sy_instances_free(d);
+}
+END_TEST
+
 START_TEST(parsed_lists_feed_a_router_and_selection) {
     sy_instances *d = parse_ok(
         "{\"services\":{\"orders\":["
@@ -295,6 +309,7 @@ int main(void) {
     tcase_add_test(tc, numeric_versions_are_text_and_states_take_any_case);
     tcase_add_test(tc, every_bad_input_is_located);
     tcase_add_test(tc, bad_hosts_are_located_in_the_document);
+    tcase_add_test(tc, an_empty_version_is_located_in_the_document);
     tcase_add_test(tc, parsed_lists_feed_a_router_and_selection);
     tcase_add_test(tc, allocator_hooks_are_used_and_everything_is_freed);
     suite_add_tcase(s, tc);

@@ -1048,6 +1048,23 @@ START_TEST(a_host_no_host_can_connect_to_is_refused_with_its_path) {
 }
 END_TEST
 
+/* "version": "" made a versioned instance (the smallest version) that
+ * looks unversioned: untagged traffic never reached it while another
+ * instance had no version. */
+START_TEST(an_empty_version_is_refused_with_its_path) {
+    sy_kv md[2] = {{"zone", "a"}, {"version", ""}};
+    sy_instance l[1] = {{.id = "a",
+                         .host = "h",
+                         .port = 1,
+                         .metadata = md,
+                         .metadata_count = 2}};
+    sy_error err;
+    ck_assert_int_eq(build_err(l, 1, &err), SY_EINVAL);
+    ck_assert_str_eq(err.path, "instances[0].metadata[1].value");
+    ck_assert_ptr_nonnull(strstr(err.message, "empty version"));
+}
+END_TEST
+
 START_TEST(duplicate_metadata_key_is_reported) {
     sy_kv md[2] = {{"zone", "a"}, {"zone", "b"}};
     sy_instance l[1] = {{.id = "a",
@@ -1842,6 +1859,7 @@ int main(void) {
     tcase_add_test(tc, source_fingerprints_in_one_pass_match_the_definition);
     tcase_add_test(tc, snapshot_lists_services_instances_and_their_health);
     tcase_add_test(tc, a_host_no_host_can_connect_to_is_refused_with_its_path);
+    tcase_add_test(tc, an_empty_version_is_refused_with_its_path);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

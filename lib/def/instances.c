@@ -152,6 +152,10 @@ static int parse_metadata(const inst_parser *ps, const cJSON *md,
                                  "metadata values must be strings (or "
                                  "integers, booleans)");
         }
+        if (!*text && strcmp(c->string, "version") == 0)
+            return sy__error_set(ps->err, SY_EARG, p,
+                                 "version is empty (leave it out for an "
+                                 "unversioned instance)");
         for (size_t j = 0; j < k; j++)
             if (strcmp(kv[j].key, c->string) == 0)
                 return sy__error_set(ps->err, SY_EDUPLICATE, p,

@@ -148,6 +148,16 @@ int sy__svc_validate(const sy_instance *in, sy__svc_where w, sy_error *err) {
             return sy__error_set(err, SY_EINVAL, path,
                                  "metadata key or value is NULL");
         }
+        /* "version": "" is a version (the smallest), not "none": its
+         * instance would be left out of the untagged traffic */
+        if (!*in->metadata[j].value &&
+            strcmp(in->metadata[j].key, "version") == 0) {
+            sy__svc_path(path, sizeof path, w, ".metadata[%zu].value", j);
+            return sy__error_set(err, SY_EINVAL, path,
+                                 "instance \"%s\" has an empty version (leave "
+                                 "the key out for an unversioned instance)",
+                                 in->id);
+        }
         for (size_t k = 0; k < j; k++)
             if (strcmp(in->metadata[k].key, in->metadata[j].key) == 0) {
                 sy__svc_path(path, sizeof path, w, ".metadata[%zu].key", j);

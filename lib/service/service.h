@@ -25,7 +25,8 @@ typedef struct sy__service sy__service;
  * an address a host can connect to (sy__value_host: "instances[i].host";
  * "[::1]" is kept as "::1"), port != 0 ("instances[i].port"), a known state
  * ("instances[i].state"), metadata keys and values non-NULL and keys unique
- * ("instances[i].metadata[j].key"). n == 0 is allowed: selection on an
+ * ("instances[i].metadata[j].key"), a non-empty "version"
+ * ("instances[i].metadata[j].value"). n == 0 is allowed: selection on an
  * empty service fails with SY_ENOINSTANCE. `name` must be non-empty. On
  * success *out holds one reference. Writer side; `a` is copied.
  */

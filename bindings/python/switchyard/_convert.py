@@ -480,6 +480,20 @@ def fill_outlier(c: Any, o: Any) -> None:
     c.disabled = bool(o.disabled)
 
 
+def _metadata_text(inst: Instance, key: Any, value: Any) -> str:
+    """A metadata value as the instances format reads it: a string, or an
+    integer or boolean as its JSON text ("version": 2 is "2")."""
+    if isinstance(key, str):
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, (int, str)):
+            return str(value)
+    raise _errors.InvalidArgumentError(
+        f"instance {inst.id!r}: metadata {key!r}: {value!r}: keys are "
+        "strings, values strings (or integers, booleans, taken as their "
+        "text; write a version such as 1.10 as a string)")
+
+
 def fill_instance(c: Any, inst: Instance, keep: List[Any]) -> None:
     def s(value: str) -> Any:
         b = ffi.new("char[]", cstr(value))
@@ -487,8 +501,21 @@ def fill_instance(c: Any, inst: Instance, keep: List[Any]) -> None:
         return b
     c.id = s(inst.id)
     c.host = s(inst.host)
+    # what the C struct cannot hold is refused naming the instance (cffi
+    # raised OverflowError or TypeError naming none); 0 is the library's
+    # to refuse, with its path
+    if isinstance(inst.port, bool) or not isinstance(inst.port, int) \
+            or not 0 <= inst.port <= 65535:
+        raise _errors.InvalidArgumentError(
+            f"instance {inst.id!r}: port {inst.port!r}: must be an integer "
+            "from 1 to 65535")
     c.port = inst.port
-    c.secure = bool(inst.secure)
+    # bool("false") is True: a string was a TLS instance
+    if not isinstance(inst.secure, bool):
+        raise _errors.InvalidArgumentError(
+            f"instance {inst.id!r}: secure {inst.secure!r}: must be True or "
+            "False")
+    c.secure = inst.secure
     # the library reads 0 as 1 (a zeroed struct's default): refused here,
     # as the instances format refuses it, not taken as a full share
     if isinstance(inst.weight, bool) or not isinstance(inst.weight, int) \
@@ -504,8 +531,9 @@ def fill_instance(c: Any, inst: Instance, keep: List[Any]) -> None:
         kvs = ffi.new("sy_kv[]", len(meta))
         keep.append(kvs)
         for i, (k, v) in enumerate(meta):
+            text = _metadata_text(inst, k, v)
             kvs[i].key = s(k)
-            kvs[i].value = s(v)
+            kvs[i].value = s(text)
         c.metadata = kvs
         c.metadata_count = len(meta)
 
@@ -518,6 +546,11 @@ def as_instance(value: Any) -> Instance:
         if "metadata" in d:
             d["metadata"] = MappingProxyType(dict(d["metadata"]))
         if "state" in d and isinstance(d["state"], str):
-            d["state"] = InstanceState[d["state"].upper()]
+            st = InstanceState.__members__.get(d["state"].upper())
+            if st is None:
+                raise _errors.InvalidArgumentError(
+                    f"instance {d.get('id')!r}: state {d['state']!r}: must "
+                    "be up, draining or down (any case)")
+            d["state"] = st
         return Instance(**d)
     raise TypeError(f"expected an Instance, got {type(value).__name__}")

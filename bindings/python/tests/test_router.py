@@ -183,6 +183,37 @@ def test_an_empty_version_header_asks_for_version_empty(router):
                          headers={"version": ""}).id == "new"
 
 
+def test_instance_fields_are_checked_as_the_instances_format_checks_them(
+        router):
+    # port out of 0..65535 raised cffi's OverflowError naming no instance;
+    # secure "false" (a string) was bool("false"): a TLS instance; a
+    # metadata value 2 raised AttributeError (the instances file takes it
+    # as "2"); an unknown state in a dict raised KeyError
+    def bad(match, **fields):
+        inst = {"id": "o1", "host": "h", "port": 1, **fields}
+        with pytest.raises(sy.InvalidArgumentError, match=match):
+            router.set_instances("orders", [inst])
+    bad("'o1': port 65536", port=65536)
+    bad("'o1': port -1", port=-1)
+    bad("'o1': port '8080'", port="8080")
+    bad("'o1': port True", port=True)
+    bad("'o1': secure 'false'", secure="false")
+    bad("'o1': metadata 'version'", metadata={"version": 1.10})
+    bad("'o1': metadata 'version'", metadata={"version": None})
+    bad("'o1': metadata 1", metadata={1: "a"})
+    bad("'o1': state 'sideways'", state="sideways")
+    router.set_instances("orders", [
+        {"id": "o1", "host": "h", "port": 1, "state": "up",
+         "metadata": {"version": 2, "canary": True}}])
+    with router.acquire() as snap:
+        t = snap.target(url="/api/orders/1", headers={"version": "2"})
+    assert t.instance_id == "o1" and t.scheme == "http"
+    assert dict(t.metadata) == {"canary": "true", "version": "2"}
+    with pytest.raises(sy.InvalidArgumentError, match="'o2': port 70000"):
+        router.update_instances("orders", [
+            sy.InstanceDelta.add(sy.Instance("o2", "h", 70000))])
+
+
 def test_a_weight_of_zero_is_refused_not_taken_as_one(router):
     # the library reads weight 0 as 1 (a zeroed struct's default): an
     # instance meant to take no traffic took a full share

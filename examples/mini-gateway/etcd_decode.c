@@ -801,6 +801,42 @@ void etcd_instance_clear(etcd_instance *v) {
     *v = (etcd_instance){0};
 }
 
+/* The instances format's own checks (sy_instances_parse) on the value as
+ * decoded, its id the key's: what the library refuses beyond the checks
+ * below (a host with a port or a scheme, an empty version, a metadata key
+ * given twice) is refused here, by its key, while the others of the
+ * service go on; at the commit it refused the service's whole list. 0,
+ * -1 (err filled) or -2 (out of memory). */
+static int etcd_instance_check(const cJSON *o, const char *key_id, char *err,
+                               size_t err_len) {
+    cJSON *doc = cJSON_CreateObject();
+    cJSON *arr = doc ? cJSON_AddArrayToObject(doc, "i") : NULL;
+    cJSON *c = arr ? cJSON_Duplicate(o, true) : NULL;
+    if (c) {
+        cJSON_AddItemToArray(arr, c);
+        cJSON_DeleteItemFromObjectCaseSensitive(c, "id");
+    }
+    char *text = c && cJSON_AddStringToObject(c, "id", key_id)
+                     ? cJSON_PrintUnformatted(doc)
+                     : NULL;
+    cJSON_Delete(doc);
+    if (!text)
+        return -2;
+    sy_instances *d = NULL;
+    sy_error e;
+    int rc = sy_instances_parse(text, strlen(text), NULL, &d, &e);
+    cJSON_free(text);
+    sy_instances_free(d);
+    if (rc == SY_ENOMEM)
+        return -2;
+    if (rc) { /* "i[0].host" -> "host" */
+        const char *p = strncmp(e.path, "i[0].", 5) == 0 ? e.path + 5 : e.path;
+        snprintf(err, err_len, "%s: %s", p, e.message);
+        return -1;
+    }
+    return 0;
+}
+
 /*
  * Parse one instance object (an entry of the instances file format) into
  * r (replacing its value only on success). The key's id is the instance's
@@ -897,7 +933,8 @@ int etcd_decode_instance(const char *key_id, const char *json, size_t len,
             cJSON *text = NULL;
             if (cJSON_IsBool(kv))
                 text = cJSON_CreateString(cJSON_IsTrue(kv) ? "true" : "false");
-            else if (cJSON_IsNumber(kv) && dv == floor(dv) && fabs(dv) < 1e15) {
+            else if (cJSON_IsNumber(kv) && dv == floor(dv) &&
+                     fabs(dv) <= 9007199254740992.0) {
                 snprintf(num, sizeof num, "%.0f", dv);
                 text = cJSON_CreateString(num);
             }
@@ -924,6 +961,14 @@ int etcd_decode_instance(const char *key_id, const char *json, size_t len,
         free(kvs);
         cJSON_Delete(o);
         return -1;
+    }
+    int rc = etcd_instance_check(o, key_id, err, err_len);
+    if (rc) {
+        if (rc == -2)
+            snprintf(err, err_len, "out of memory");
+        free(kvs);
+        cJSON_Delete(o);
+        return rc;
     }
     in.host = host->valuestring;
     in.port = (uint16_t)port->valuedouble;

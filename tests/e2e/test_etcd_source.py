@@ -151,6 +151,23 @@ for value, field in [('{"host": "10.0.0.3", "port": 8080, "wieght": 3}',
     svc = d.status()["etcd"]["services"][0]
     t.ok(svc["instances"] == 2 and field in (svc["error"] or ""),
          "an instance with %s is refused with its field" % field, svc)
+# a host with its port, a URL, and an empty version were taken: every
+# request to the first two failed at connect, the third kept o3 out of
+# untagged traffic; a metadata key given twice was refused at the commit
+# with the whole list of orders (any other change to it held back).
+# Each is refused by its key, with the field; o1 and o2 keep serving.
+for value, field in [('{"host": "10.0.0.3:8080", "port": 8080}', "host"),
+                     ('{"host": "http://10.0.0.3", "port": 8080}', "host"),
+                     ('{"host": "10.0.0.3", "port": 8080, '
+                      '"metadata": {"version": ""}}', "version"),
+                     ('{"host": "10.0.0.3", "port": 8080, '
+                      '"metadata": {"zone": "a", "zone": "b"}}', "zone")]:
+    rev = etcd.put(P + "instances/orders/o3", value)
+    d.wait_revision(rev)
+    svc = d.status()["etcd"]["services"][0]
+    t.ok(svc["instances"] == 2 and field in (svc["error"] or ""),
+         "an instance with a bad %s is refused with its field (%s)" %
+         (field, value), svc)
 # what the instances file (and PUT /instances, which writes its list here
 # with --etcd) accepts: a state in any case, an integer or boolean
 # metadata value as its text. Refused here before, so an admin PUT the

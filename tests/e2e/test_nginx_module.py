@@ -31,6 +31,36 @@ TIMEOUT = 5.0
 
 # ---------------------------------------------------------------- backend
 
+def ipv6_backend(ident):
+    """A one-answer-fits-all backend on [::1] (a free port), served by a
+    thread: {"id": ident}. Returns the server (shutdown() stops it)."""
+    import socket
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self):
+            body = json.dumps({"id": ident}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    class Server(ThreadingHTTPServer):
+        address_family = socket.AF_INET6
+        daemon_threads = True
+
+    srv = Server(("::1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
 def run_backend(ident, port):
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -560,6 +590,23 @@ def test_instances_put(env):
                    headers={"X-Version": "3"}).json()["id"]
            for _ in range(6)}
     check(ids == {"B"}, "X-Version: 3 went to %r" % ids)
+    # an IPv6 instance in brackets was taken but handed over as "[::1]":
+    # the balancer dialled "[[::1]]:port" and every request failed. It is
+    # the address ::1 now; a host with its port is refused at its field.
+    six = ipv6_backend("SIX")
+    r = env.put("instances/shop", [{"id": "six", "host": "[::1]",
+                                    "port": six.server_address[1]}])
+    check(r.status == 200, "status %d %r" % (r.status, r.body))
+    got = request(env.port, "GET", "/shop/p")
+    check(got.status == 200 and got.json()["id"] == "SIX",
+          "[::1] instance: %d %r" % (got.status, got.body))
+    six.shutdown()
+    r = env.put("instances/shop", doc)  # the list the checks below expect
+    check(r.status == 200, "status %d %r" % (r.status, r.body))
+    r = env.put("instances/shop", [{"id": "x", "host": "127.0.0.1:80",
+                                    "port": 80}])
+    check(r.status == 400 and r.json()["error"]["path"] == "[0].host",
+          "host with a port: %d %r" % (r.status, r.body))
     r = env.put("instances/shop", [{"id": "x", "host": "h", "port": "80"}])
     check(r.status == 400 and r.json()["error"]["path"] == "[0].port",
           "string port: %d %r" % (r.status, r.body))

@@ -17,6 +17,34 @@ import json
 import gwharness as h
 
 
+def ipv6_backend():
+    """A backend on [::1] (a free port) answering "SIX", served by a
+    thread; shutdown() stops it."""
+    import socket
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Length", "3")
+            self.end_headers()
+            self.wfile.write(b"SIX")
+
+        def log_message(self, *args):
+            pass
+
+    class Server(ThreadingHTTPServer):
+        address_family = socket.AF_INET6
+        daemon_threads = True
+
+    srv = Server(("::1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
 def doc(port, tag):
     return json.dumps({"version": tag, "routes": [
         {"id": "file-a", "uri": "http://127.0.0.1:%d" % port,
@@ -143,6 +171,24 @@ def actuator(procs, c, port):
     c.eq(gw.admin_call("PUT", "/routes/mine/r1",
                        {"id": "r1", "uri": "http://x:1"})[0], 200,
          "a source no file owns is the admin's")
+    # an instance given as [::1] was looked up as the name "[::1]" and
+    # every request answered 502; it is the address ::1 now. A host with
+    # its port is refused at its field.
+    six = ipv6_backend()
+    c.eq(gw.admin_call("PUT", "/routes/mine/six", {
+        "id": "six", "uri": "lb://other", "order": -1,
+        "predicates": ["Path=/six/**"]})[0], 200, "an lb:// route")
+    st, _, data = gw.admin_call("PUT", "/instances/other", [
+        {"id": "v6", "host": "[::1]", "port": six.server_address[1]}])
+    c.eq(st, 200, "an instance given as [::1]: %r" % data)
+    st, _, data = gw.request("GET", "/six/x")
+    c.ok(st == 200 and b"SIX" in data, "[::1] instance reached: %d %r" %
+         (st, data))
+    six.shutdown()
+    st, _, data = gw.admin_call("PUT", "/instances/other", [
+        {"id": "v6", "host": "127.0.0.1:80", "port": 80}])
+    c.ok(st == 400 and b"[0].host" in data,
+         "a host with its port: 400 at [0].host: %d %r" % (st, data))
     st, _, data = gw.request("GET", "/a/x")
     c.eq(h.echoed_header(data, "X-Tag"), "1", "file routes untouched")
 

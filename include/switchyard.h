@@ -283,7 +283,9 @@ SY_API int sy_registry_add_key_resolver(sy_registry *reg, const char *name,
 /* ------------------------------------------------------------------ */
 
 typedef struct sy_parse_options {
-    uint32_t size; /* sizeof(sy_parse_options) */
+    uint32_t size; /* sizeof(sy_parse_options): the struct only grows at
+                      the end, and an older header's size (0.2's ends
+                      before host_runs) is accepted, the rest defaulted */
     bool lenient;  /* false (strict): any invalid route
                       fails the whole document */
     sy_limits limits;

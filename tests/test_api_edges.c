@@ -271,6 +271,38 @@ START_TEST(set_request_host_header_reaches_the_target) {
 }
 END_TEST
 
+/* sy_parse_options grows at the end (host_runs came in 0.3): a host built
+ * against 0.2 passes the 0.2 size. sy_router_new and the single-route
+ * parse took it; sy_document_parse refused it as "size is not set". The
+ * fields past that size are never read: host_runs below would refuse the
+ * Retry if it were. */
+START_TEST(parse_options_of_an_older_size_are_accepted) {
+    static const char *const runs_nothing[] = {NULL};
+    const char *doc = "[{\"id\":\"a\",\"uri\":\"http://a\","
+                      "\"filters\":[\"Retry=3\"]}]";
+    sy_parse_options o = SY_PARSE_OPTIONS_INIT;
+    o.host_runs = runs_nothing;
+    o.size = (uint32_t)offsetof(sy_parse_options, host_runs);
+    sy_document *d = NULL;
+    sy_error e;
+    ck_assert_msg(sy_document_parse(doc, strlen(doc), &o, &d, &e) == 0, "%s",
+                  e.message);
+    ck_assert_uint_eq(sy_document_route_count(d), 1);
+    sy_document_free(d);
+    /* the full size reads host_runs, and a size below the 0.2 struct is
+     * still refused, located at the options */
+    o.size = sizeof o;
+    ck_assert_int_eq(sy_document_parse(doc, strlen(doc), &o, &d, &e),
+                     SY_ENOTRUN);
+    o.size = (uint32_t)offsetof(sy_parse_options, registry);
+    ck_assert_int_eq(sy_document_parse(doc, strlen(doc), &o, &d, &e),
+                     SY_EINVAL);
+    ck_assert_ptr_null(d);
+    ck_assert_msg(strstr(e.message, "sy_parse_options.size") != NULL, "%s",
+                  e.message);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("api_edges");
     TCase *tc = tcase_create("api_edges");
@@ -281,6 +313,7 @@ int main(void) {
     tcase_add_test(tc, a_bracketed_ipv6_instance_is_not_bracketed_twice);
     tcase_add_test(tc, version_not_bumped_is_logged_only_when_applied);
     tcase_add_test(tc, set_request_host_header_reaches_the_target);
+    tcase_add_test(tc, parse_options_of_an_older_size_are_accepted);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

@@ -11,7 +11,8 @@
  *     and fills an optional caller-supplied sy_error;
  *   - no global mutable state: two routers never see each other;
  *   - _new/_free and _acquire/_release pairs say who owns what; borrowed
- *     pointers are valid until the event named in the comment;
+ *     pointers are valid until the event named in the comment; a call
+ *     that fails leaves its out-pointer (sy_document **out, ...) NULL;
  *   - the hot path (acquire, match, select, release) takes no lock,
  *     allocates nothing once warmed up, and makes no syscall.
  */
@@ -449,9 +450,10 @@ typedef struct sy_match sy_match;
 /*
  * Find the first route (rank order) whose predicates all hold. Returns 0 and
  * *out = the result, or 0 and *out = NULL when no route matches (the host
- * answers 404), or a negative code: SY_EINVAL for a NULL argument,
- * SY_ELIMIT for a request of more than SY_MAX_REQUEST_HEADERS header lines
- * (refused before anything is sized from the count). Wait-free,
+ * answers 404), or a negative code and *out = NULL (when out is not NULL):
+ * SY_EINVAL for a NULL argument, SY_ELIMIT for a request of more than
+ * SY_MAX_REQUEST_HEADERS header lines (refused before anything is sized
+ * from the count). Wait-free,
  * allocation-free once warm.
  */
 #define SY_MAX_REQUEST_HEADERS 65536u /* header lines of one sy_request */

@@ -303,6 +303,67 @@ START_TEST(parse_options_of_an_older_size_are_accepted) {
 }
 END_TEST
 
+/* A call that fails leaves its out-pointer NULL, as sy_router_new and
+ * sy_document_parse always did: a host that tests the pointer (the
+ * README's `if (!m)` after a match) must not take a stale result of an
+ * earlier match on the context, or garbage, for a route. */
+START_TEST(a_failed_call_leaves_its_out_pointer_null) {
+    void *const stale = (void *)&stale;
+    sy_router *r = router_new(NULL, "s");
+    ck_assert_int_eq(apply(r, "s",
+                           "[{\"id\":\"a\",\"uri\":\"http://a\","
+                           "\"predicates\":[\"Path=/a\"]}]",
+                           NULL),
+                     0);
+    sy_snapshot *s = sy_router_acquire(r);
+    sy_match_ctx *ctx;
+    ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
+    sy_request req = SY_REQUEST_INIT;
+    req.method = (sy_str){"GET", 3};
+    req.path = (sy_str){"/a", 2};
+    sy_match *m = NULL;
+    ck_assert_int_eq(sy_snapshot_match(s, ctx, &req, &m), 0);
+    ck_assert_ptr_nonnull(m); /* the result a failed match must not leave */
+    req.header_count = SY_MAX_REQUEST_HEADERS + 1;
+    ck_assert_int_eq(sy_snapshot_match(s, ctx, &req, &m), SY_ELIMIT);
+    ck_assert_ptr_null(m);
+    m = stale;
+    ck_assert_int_eq(sy_snapshot_match_linear(s, ctx, &req, &m), SY_ELIMIT);
+    ck_assert_ptr_null(m);
+    req.header_count = 0;
+    req.size = 4; /* shorter than any sy_request */
+    m = stale;
+    ck_assert_int_eq(sy_snapshot_match(s, ctx, &req, &m), SY_EINVAL);
+    ck_assert_ptr_null(m);
+    m = stale;
+    ck_assert_int_eq(sy_snapshot_match(s, NULL, &req, &m), SY_EINVAL);
+    ck_assert_ptr_null(m);
+
+    sy_diff *d = stale;
+    ck_assert_int_eq(sy_diff_snapshots(NULL, s, NULL, &d, NULL), SY_EINVAL);
+    ck_assert_ptr_null(d);
+    d = stale;
+    ck_assert_int_eq(sy_diff_documents(NULL, NULL, NULL, &d, NULL), SY_EINVAL);
+    ck_assert_ptr_null(d);
+    sy_change_set *cs = stale;
+    ck_assert_int_eq(sy_change_set_new(NULL, &cs, NULL), SY_EINVAL);
+    ck_assert_ptr_null(cs);
+    static uint64_t mem[8];
+    sy_policy_store *st = stale;
+    ck_assert_int_eq(sy_policy_store_init(mem, sizeof mem, 64, 16, &st, NULL),
+                     SY_ETOOSMALL);
+    ck_assert_ptr_null(st);
+    st = stale;
+    ck_assert_int_eq(sy_policy_store_attach(mem, sizeof mem, &st, NULL),
+                     SY_EINVAL);
+    ck_assert_ptr_null(st);
+
+    sy_snapshot_release(s);
+    sy_match_ctx_free(ctx);
+    sy_router_free(r);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("api_edges");
     TCase *tc = tcase_create("api_edges");
@@ -314,6 +375,7 @@ int main(void) {
     tcase_add_test(tc, version_not_bumped_is_logged_only_when_applied);
     tcase_add_test(tc, set_request_host_header_reaches_the_target);
     tcase_add_test(tc, parse_options_of_an_older_size_are_accepted);
+    tcase_add_test(tc, a_failed_call_leaves_its_out_pointer_null);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

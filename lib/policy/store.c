@@ -30,6 +30,8 @@ size_t sy_policy_store_bytes(uint32_t slots, uint32_t breakers) {
 int sy_policy_store_init(void *mem, size_t len, uint32_t slots,
                          uint32_t breakers, sy_policy_store **out,
                          sy_error *err) {
+    if (out)
+        *out = NULL;
     if (!mem || !out || ((uintptr_t)mem & 7))
         return sy__error_set(err, SY_EINVAL, "",
                              "a store needs 8-byte aligned memory");
@@ -57,6 +59,8 @@ int sy_policy_store_init(void *mem, size_t len, uint32_t slots,
 int sy_policy_store_attach(void *mem, size_t len, sy_policy_store **out,
                            sy_error *err) {
     sy_policy_store *st = mem;
+    if (out)
+        *out = NULL;
     if (!st || !out || ((uintptr_t)mem & 7) || len < sizeof *st ||
         st->magic != SY_STORE_MAGIC || st->version != SY_STORE_VERSION ||
         st->bytes > len || st->bytes != bytes_for(st->slots, st->breakers))

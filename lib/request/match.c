@@ -586,8 +586,10 @@ static inline bool valid_request(const sy_request *req) {
 /* The arguments of a match: a branch each (no flag arithmetic). */
 static inline bool valid_args(const sy_snapshot *h, const sy_match_ctx *c,
                               const sy_request *req, sy_match **out) {
-    if (__builtin_expect(!h, 0) || __builtin_expect(!c, 0) ||
-        __builtin_expect(!out, 0))
+    if (__builtin_expect(!out, 0))
+        return false;
+    *out = NULL; /* first: no stale result for a host testing it on error */
+    if (__builtin_expect(!h, 0) || __builtin_expect(!c, 0))
         return false;
     return valid_request(req);
 }
@@ -679,7 +681,6 @@ match_common(const sy_snapshot *h, sy_match_ctx *c, const sy_request *req,
         return SY_EINVAL;
     if (!headers_fit(req))
         return SY_ELIMIT;
-    *out = NULL;
     c->nomatch = SY_NOMATCH_NONE;
     c->method_miss_count = 0;
     const sy_snapshot *s = sy__snapshot_from_handle(h);

@@ -10,6 +10,8 @@
 #include <stdio.h>
 
 int sy_change_set_new(sy_router *r, sy_change_set **out, sy_error *err) {
+    if (out)
+        *out = NULL;
     if (!r || !out)
         return sy__error_set(err, SY_EINVAL, "", "router or out is NULL");
     const sy__alloc *a = sy__router_allocator(r);

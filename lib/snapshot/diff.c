@@ -246,6 +246,8 @@ static uint64_t snap_rank(const void *c, size_t i) {
 
 int sy_diff_documents(const sy_document *old_doc, const sy_document *new_doc,
                       const sy_allocator *alloc, sy_diff **out, sy_error *err) {
+    if (out)
+        *out = NULL;
     if (!old_doc || !new_doc || !out)
         return sy__error_set(err, SY_EINVAL, "", "document or out is NULL");
     return diff_lists(old_doc, sy_document_route_count(old_doc), new_doc,
@@ -255,6 +257,8 @@ int sy_diff_documents(const sy_document *old_doc, const sy_document *new_doc,
 
 int sy_diff_snapshots(const sy_snapshot *old_snap, const sy_snapshot *new_snap,
                       const sy_allocator *alloc, sy_diff **out, sy_error *err) {
+    if (out)
+        *out = NULL;
     if (!old_snap || !new_snap || !out)
         return sy__error_set(err, SY_EINVAL, "", "snapshot or out is NULL");
     return diff_lists(old_snap, sy_snapshot_route_count(old_snap), new_snap,

@@ -683,7 +683,9 @@ enum {
     SY_CHANGED_ORDER = 1u << 4
 };
 
-/* A three-way diff of routes by id and fingerprint. */
+/* A three-way diff of routes by id and fingerprint. The accessors take a
+ * NULL diff (sy_report_diff of an instance change) as an empty one, and
+ * answer NULL (updated: *changed 0) past the end. */
 typedef struct sy_diff sy_diff;
 SY_API int sy_diff_documents(const sy_document *old_doc,
                              const sy_document *new_doc,
@@ -1205,12 +1207,17 @@ typedef enum sy_outcome {
 SY_API void sy_router_report_outcome(sy_router *r, const sy_target *t,
                                      sy_outcome outcome);
 
-/* Reports. Borrowed strings live as long as the report. */
+/* Reports. Borrowed strings live as long as the report. Every accessor
+ * takes a NULL report (a failed call may leave none) and answers nothing:
+ * NULL, 0, false, failed change -1. */
 SY_API void sy_report_free(sy_report *rep);
 SY_API const char *sy_report_source(const sy_report *rep);
 SY_API const char *sy_report_version(const sy_report *rep);
 SY_API bool sy_report_skipped(const sy_report *rep);
 SY_API uint64_t sy_report_generation(const sy_report *rep);
+/* The route diff of a document apply, one-route change or rollback; NULL
+ * for an instance change, a skipped document and a commit's whole report
+ * (its parts have theirs). Borrowed from rep. */
 SY_API const sy_diff *sy_report_diff(const sy_report *rep);
 /* Microseconds spent parsing+compiling, and building+publishing. */
 SY_API uint64_t sy_report_parse_us(const sy_report *rep);

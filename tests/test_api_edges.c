@@ -364,6 +364,55 @@ START_TEST(a_failed_call_leaves_its_out_pointer_null) {
 }
 END_TEST
 
+/* A failed apply gives no report "when not possible" (an unknown source:
+ * *report NULL), and sy_report_diff has no diff for an instance change or
+ * a skipped document: the accessors a host calls on what it got answer
+ * "nothing" for NULL, as sy_report_failed_change and sy_report_part did,
+ * instead of crashing the host's error path. */
+START_TEST(report_and_diff_accessors_take_null) {
+    sy_router *r = router_new(NULL, "s");
+    sy_report *rep = (sy_report *)&rep;
+    ck_assert_int_eq(sy_router_apply(r, "nope", "[]", 2, &rep, NULL),
+                     SY_ENOTFOUND);
+    ck_assert_ptr_null(rep);
+    ck_assert_uint_eq(sy_report_issue_count(rep), 0);
+    ck_assert_ptr_null(sy_report_issue(rep, 0));
+    ck_assert_ptr_null(sy_report_source(rep));
+    ck_assert_ptr_null(sy_report_version(rep));
+    ck_assert(!sy_report_skipped(rep));
+    ck_assert_uint_eq(sy_report_generation(rep), 0);
+    ck_assert_ptr_null(sy_report_diff(rep));
+    ck_assert_uint_eq(sy_report_parse_us(rep), 0);
+    ck_assert_uint_eq(sy_report_publish_us(rep), 0);
+    ck_assert_uint_eq(sy_report_instances_added_count(rep), 0);
+    ck_assert_ptr_null(sy_report_instance_added(rep, 0));
+    ck_assert_uint_eq(sy_report_instances_removed_count(rep), 0);
+    ck_assert_ptr_null(sy_report_instance_removed(rep, 0));
+    ck_assert_uint_eq(sy_report_instances_changed_count(rep), 0);
+    ck_assert_ptr_null(sy_report_instance_changed(rep, 0));
+    ck_assert_int_eq(sy_report_failed_change(rep), -1);
+
+    sy_instance in = {.id = "i1", .host = "10.0.0.1", .port = 80};
+    ck_assert_int_eq(sy_router_set_instances(r, "svc", &in, 1, &rep, NULL), 0);
+    const sy_diff *d = sy_report_diff(rep); /* an instance change: none */
+    ck_assert_ptr_null(d);
+    ck_assert_uint_eq(sy_diff_added_count(d), 0);
+    ck_assert_ptr_null(sy_diff_added(d, 0));
+    ck_assert_uint_eq(sy_diff_removed_count(d), 0);
+    ck_assert_ptr_null(sy_diff_removed(d, 0));
+    ck_assert_uint_eq(sy_diff_updated_count(d), 0);
+    unsigned changed = 7;
+    ck_assert_ptr_null(sy_diff_updated(d, 0, &changed));
+    ck_assert_uint_eq(changed, 0);
+    ck_assert_uint_eq(sy_diff_unchanged_count(d), 0);
+    ck_assert_uint_eq(sy_diff_reordered_count(d), 0);
+    ck_assert_ptr_null(sy_diff_reordered(d, 0));
+    ck_assert_uint_eq(sy_report_instances_added_count(rep), 1);
+    sy_report_free(rep);
+    sy_router_free(r);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("api_edges");
     TCase *tc = tcase_create("api_edges");
@@ -376,6 +425,7 @@ int main(void) {
     tcase_add_test(tc, set_request_host_header_reaches_the_target);
     tcase_add_test(tc, parse_options_of_an_older_size_are_accepted);
     tcase_add_test(tc, a_failed_call_leaves_its_out_pointer_null);
+    tcase_add_test(tc, report_and_diff_accessors_take_null);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

@@ -44,52 +44,56 @@ int sy__report_add_issue(sy_report *rep, const sy_error *e) {
     return SY_OK;
 }
 
-/* ---- accessors ---- */
+/* ---- accessors (a NULL report, which a failed call may leave, has
+ * nothing: NULL, 0, false) ---- */
 
 const char *sy_report_source(const sy_report *rep) {
-    return rep->source;
+    return rep ? rep->source : NULL;
 }
 const char *sy_report_version(const sy_report *rep) {
-    return rep->version;
+    return rep ? rep->version : NULL;
 }
 bool sy_report_skipped(const sy_report *rep) {
-    return rep->skipped;
+    return rep ? rep->skipped : false;
 }
 uint64_t sy_report_generation(const sy_report *rep) {
-    return rep->generation;
+    return rep ? rep->generation : 0;
 }
 const sy_diff *sy_report_diff(const sy_report *rep) {
-    return rep->diff;
+    return rep ? rep->diff : NULL;
 }
 uint64_t sy_report_parse_us(const sy_report *rep) {
-    return rep->parse_us;
+    return rep ? rep->parse_us : 0;
 }
 uint64_t sy_report_publish_us(const sy_report *rep) {
-    return rep->publish_us;
+    return rep ? rep->publish_us : 0;
 }
 size_t sy_report_issue_count(const sy_report *rep) {
-    return rep->issue_count;
+    return rep ? rep->issue_count : 0;
 }
 const sy_error *sy_report_issue(const sy_report *rep, size_t i) {
-    return i < rep->issue_count ? &rep->issues[i] : NULL;
+    return rep && i < rep->issue_count ? &rep->issues[i] : NULL;
 }
 size_t sy_report_instances_added_count(const sy_report *rep) {
-    return rep->instances.added_count;
+    return rep ? rep->instances.added_count : 0;
 }
 const char *sy_report_instance_added(const sy_report *rep, size_t i) {
-    return i < rep->instances.added_count ? rep->instances.added[i] : NULL;
+    return rep && i < rep->instances.added_count ? rep->instances.added[i]
+                                                 : NULL;
 }
 size_t sy_report_instances_removed_count(const sy_report *rep) {
-    return rep->instances.removed_count;
+    return rep ? rep->instances.removed_count : 0;
 }
 const char *sy_report_instance_removed(const sy_report *rep, size_t i) {
-    return i < rep->instances.removed_count ? rep->instances.removed[i] : NULL;
+    return rep && i < rep->instances.removed_count ? rep->instances.removed[i]
+                                                   : NULL;
 }
 size_t sy_report_instances_changed_count(const sy_report *rep) {
-    return rep->instances.changed_count;
+    return rep ? rep->instances.changed_count : 0;
 }
 const char *sy_report_instance_changed(const sy_report *rep, size_t i) {
-    return i < rep->instances.changed_count ? rep->instances.changed[i] : NULL;
+    return rep && i < rep->instances.changed_count ? rep->instances.changed[i]
+                                                   : NULL;
 }
 
 int sy__report_add_part(sy_report *rep, sy_report *part) {

@@ -275,25 +275,25 @@ void sy_diff_free(sy_diff *d) {
 }
 
 size_t sy_diff_added_count(const sy_diff *d) {
-    return d->added_count;
+    return d ? d->added_count : 0;
 }
 const char *sy_diff_added(const sy_diff *d, size_t i) {
-    return i < d->added_count ? d->added[i] : NULL;
+    return d && i < d->added_count ? d->added[i] : NULL;
 }
 size_t sy_diff_removed_count(const sy_diff *d) {
-    return d->removed_count;
+    return d ? d->removed_count : 0;
 }
 const char *sy_diff_removed(const sy_diff *d, size_t i) {
-    return i < d->removed_count ? d->removed[i] : NULL;
+    return d && i < d->removed_count ? d->removed[i] : NULL;
 }
 size_t sy_diff_updated_count(const sy_diff *d) {
-    return d->updated_count;
+    return d ? d->updated_count : 0;
 }
 const char *sy_diff_updated(const sy_diff *d, size_t i, unsigned *changed) {
-    if (i >= d->updated_count)
+    if (changed) /* no bits past the end */
+        *changed = d && i < d->updated_count ? d->updated_mask[i] : 0;
+    if (!d || i >= d->updated_count)
         return NULL;
-    if (changed)
-        *changed = d->updated_mask[i];
     return d->updated[i];
 }
 void sy__diff_add_unchanged(sy_diff *d, size_t n) {
@@ -301,12 +301,12 @@ void sy__diff_add_unchanged(sy_diff *d, size_t n) {
 }
 
 size_t sy_diff_unchanged_count(const sy_diff *d) {
-    return d->unchanged;
+    return d ? d->unchanged : 0;
 }
 
 size_t sy_diff_reordered_count(const sy_diff *d) {
-    return d->reordered_count;
+    return d ? d->reordered_count : 0;
 }
 const char *sy_diff_reordered(const sy_diff *d, size_t i) {
-    return i < d->reordered_count ? d->reordered[i] : NULL;
+    return d && i < d->reordered_count ? d->reordered[i] : NULL;
 }

@@ -413,6 +413,48 @@ START_TEST(report_and_diff_accessors_take_null) {
 }
 END_TEST
 
+static int load_nothing(void *data, const char *source, sy_loaded *out,
+                        sy_error *err) {
+    (void)data, (void)source, (void)out, (void)err;
+    return -1;
+}
+
+/* The single calls are one-change sets: a NULL or empty source name or
+ * route id is SY_EINVAL there as when staged (sy_change_set_*), not "not
+ * found", and the message names the argument (it said "unknown source
+ * ''", or printed a NULL through %s). */
+START_TEST(a_null_or_empty_name_is_einval_as_when_staged) {
+    sy_router *r = router_new(NULL, "s");
+    const char *route = "{\"id\":\"a\",\"uri\":\"http://a\"}";
+    sy_change_set *cs;
+    ck_assert_int_eq(sy_change_set_new(r, &cs, NULL), 0);
+    const char *names[2] = {NULL, ""};
+    for (int k = 0; k < 2; k++) {
+        const char *n = names[k];
+        sy_error e;
+        int rc[7] = {
+            sy_router_apply(r, n, "[]", 2, NULL, &e),
+            sy_router_rollback(r, n, NULL, NULL, &e),
+            sy_router_upsert_route(r, n, route, strlen(route), &e),
+            sy_router_remove_route(r, n, &e),
+            sy_router_set_route_enabled(r, n, false, &e),
+            sy_router_set_loader(r, n, load_nothing, NULL, &e),
+            sy_router_notify(r, n, &e),
+        };
+        for (int i = 0; i < 7; i++)
+            ck_assert_msg(rc[i] == SY_EINVAL, "call %d, name %s: %d", i,
+                          n ? "\"\"" : "NULL", rc[i]);
+        ck_assert_msg(strstr(e.message, "NULL or empty") != NULL, "%s",
+                      e.message);
+        ck_assert_int_eq(sy_change_set_apply(cs, n, "[]", 2, &e), SY_EINVAL);
+        ck_assert_int_eq(sy_change_set_remove_route(cs, n, &e), SY_EINVAL);
+    }
+    ck_assert_uint_eq(sy_change_set_count(cs), 0);
+    sy_change_set_free(cs);
+    sy_router_free(r);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("api_edges");
     TCase *tc = tcase_create("api_edges");
@@ -426,6 +468,7 @@ int main(void) {
     tcase_add_test(tc, parse_options_of_an_older_size_are_accepted);
     tcase_add_test(tc, a_failed_call_leaves_its_out_pointer_null);
     tcase_add_test(tc, report_and_diff_accessors_take_null);
+    tcase_add_test(tc, a_null_or_empty_name_is_einval_as_when_staged);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

@@ -311,16 +311,25 @@ int sy_router_check(sy_router *r, const sy_change_set *cs, sy_report **report,
 
 /* ---- the single calls: one-change commits ---- */
 
+/* A source name or route id the call needs: NULL or "" is SY_EINVAL, as
+ * staging it in a change set is (change_set.c). */
+static int no_name(const char *name, const char *what, sy_error *err) {
+    if (name && *name)
+        return SY_OK;
+    return sy__error_set(err, SY_EINVAL, "", "%s is NULL or empty", what);
+}
+
 int sy_router_apply(sy_router *r, const char *source, const char *json,
                     size_t len, sy_report **report, sy_error *err) {
     if (report)
         *report = NULL;
     if (!r || !json)
         return sy__error_set(err, SY_EINVAL, "", "router or document is NULL");
-    sy__change ch = {.kind = SY_CHANGE_APPLY,
-                     .name = source ? source : "",
-                     .bytes = json,
-                     .len = len};
+    int rc = no_name(source, "source name", err);
+    if (rc)
+        return rc;
+    sy__change ch = {
+        .kind = SY_CHANGE_APPLY, .name = source, .bytes = json, .len = len};
     return commit_one(r, &ch, report, err);
 }
 
@@ -330,9 +339,11 @@ int sy_router_rollback(sy_router *r, const char *source, const char *version,
         *report = NULL;
     if (!r)
         return sy__error_set(err, SY_EINVAL, "", "router is NULL");
-    sy__change ch = {.kind = SY_CHANGE_ROLLBACK,
-                     .name = source ? source : "",
-                     .text = version};
+    int rc = no_name(source, "source name", err);
+    if (rc)
+        return rc;
+    sy__change ch = {
+        .kind = SY_CHANGE_ROLLBACK, .name = source, .text = version};
     return commit_one(r, &ch, report, err);
 }
 
@@ -340,24 +351,33 @@ int sy_router_upsert_route(sy_router *r, const char *source,
                            const char *route_json, size_t len, sy_error *err) {
     if (!r || !route_json)
         return sy__error_set(err, SY_EINVAL, "", "router or route is NULL");
+    int rc = no_name(source, "source name", err);
+    if (rc)
+        return rc;
     sy__change ch = {.kind = SY_CHANGE_UPSERT,
-                     .name = source ? source : "",
+                     .name = source,
                      .bytes = route_json,
                      .len = len};
     return commit_one(r, &ch, NULL, err);
 }
 
 int sy_router_remove_route(sy_router *r, const char *id, sy_error *err) {
-    if (!r || !id)
-        return sy__error_set(err, SY_EINVAL, "", "router or id is NULL");
+    if (!r)
+        return sy__error_set(err, SY_EINVAL, "", "router is NULL");
+    int rc = no_name(id, "route id", err);
+    if (rc)
+        return rc;
     sy__change ch = {.kind = SY_CHANGE_REMOVE, .name = id};
     return commit_one(r, &ch, NULL, err);
 }
 
 int sy_router_set_route_enabled(sy_router *r, const char *id, bool enabled,
                                 sy_error *err) {
-    if (!r || !id)
-        return sy__error_set(err, SY_EINVAL, "", "router or id is NULL");
+    if (!r)
+        return sy__error_set(err, SY_EINVAL, "", "router is NULL");
+    int rc = no_name(id, "route id", err);
+    if (rc)
+        return rc;
     sy__change ch = {.kind = SY_CHANGE_ENABLE, .name = id, .enabled = enabled};
     return commit_one(r, &ch, NULL, err);
 }
@@ -407,13 +427,12 @@ int sy_router_set_loader(sy_router *r, const char *name, sy_load_fn load,
                          void *data, sy_error *err) {
     if (!r || !load)
         return sy__error_set(err, SY_EINVAL, "", "router or loader is NULL");
-    int rc = writer_enter(r, err);
-    if (rc)
+    int rc = no_name(name, "source name", err);
+    if (rc || (rc = writer_enter(r, err)))
         return rc;
     sy__source *src = sy__router_find_source(r, name);
     if (!src)
-        rc = sy__error_set(err, SY_ENOTFOUND, "", "unknown source '%s'",
-                           name ? name : "(null)");
+        rc = sy__error_set(err, SY_ENOTFOUND, "", "unknown source '%s'", name);
     else {
         src->load = load;
         src->load_data = data;
@@ -447,15 +466,15 @@ static int load_and_apply(sy_router *r, sy__source *src, sy_error *err) {
 int sy_router_notify(sy_router *r, const char *name, sy_error *err) {
     if (!r)
         return sy__error_set(err, SY_EINVAL, "", "router is NULL");
-    int rc = writer_enter(r, err);
-    if (rc)
+    int rc = no_name(name, "source name", err);
+    if (rc || (rc = writer_enter(r, err)))
         return rc;
     sy__source *src = sy__router_find_source(r, name);
     bool has_loader = src && src->load;
     pthread_mutex_unlock(&r->lock);
     if (!src)
         return sy__error_set(err, SY_ENOTFOUND, "", "unknown source '%s'",
-                             name ? name : "(null)");
+                             name);
     if (!has_loader)
         return sy__error_set(err, SY_EINVAL, "", "source '%s' has no loader",
                              name);

@@ -27,6 +27,14 @@ so a misspelt, removed or never implemented call fails:
         -->
     A c-prelude is at file scope, before the blocks, and may appear
     anywhere in the file.
+  * a page whose snippets run as they stand gives them a main in another
+    hidden comment, `<!-- c-run ... -->` (it calls the body functions,
+    sy_doc_snippet_N for the Nth block, after setting what the prelude
+    declares): the page is then also linked as a program and run, which
+    must exit 0 and write nothing on stderr (the snippets print there
+    when a call fails). It runs under valgrind (--error-exitcode) when
+    valgrind is installed and the build has no sanitizer (--sanitize,
+    meson's b_sanitize), else with the sanitizer linked in.
   * <stdbool.h>, <stddef.h>, <stdint.h>, <inttypes.h>, <stdio.h>,
     <stdlib.h>, <string.h> and <switchyard.h> are always included.
 
@@ -43,6 +51,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -50,6 +59,7 @@ from typing import List, Tuple
 
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.M | re.S)
 PRELUDE = re.compile(r"<!--[ \t]*c-prelude\b[^\n]*\n(.*?)-->", re.S)
+RUN = re.compile(r"<!--[ \t]*c-run\b[^\n]*\n(.*?)-->", re.S)
 KEYWORDS = {"if", "for", "while", "switch", "return", "else", "do", "case",
             "sizeof", "goto", "default"}
 HEAD = re.compile(r"^([A-Za-z_][\w \t\*]*?)[\s\*]([A-Za-z_]\w*)\s*\(")
@@ -218,6 +228,7 @@ def inline_mismatches(text: str, arity: dict, names: set) -> List[str]:
     Arguments written `...` are not counted; `sy_router_*` is a family."""
     prose = FENCE.sub(lambda m: "\n" * m.group(0).count("\n"), text)
     prose = PRELUDE.sub(lambda m: "\n" * m.group(0).count("\n"), prose)
+    prose = RUN.sub(lambda m: "\n" * m.group(0).count("\n"), prose)
     bad = []
     for m in re.finditer(r"`([^`\n]+)`", prose):
         span = m.group(1)
@@ -260,6 +271,8 @@ def main() -> int:
     ap.add_argument("--libdir", required=True)
     ap.add_argument("--root", default=".",
                     help="paths in messages are relative to this")
+    ap.add_argument("--sanitize", default="none",
+                    help="meson's b_sanitize: linked into c-run programs")
     ap.add_argument("files", nargs="+")
     a = ap.parse_args()
     n = failed = 0
@@ -326,8 +339,49 @@ def main() -> int:
                 "" if proc.returncode == 0 else
                 "(errors inside snippets are listed above)\n" + log
                 if claimed else log)
+            if proc.returncode == 0 and RUN.search(text):
+                ok, why = run_page(a, rel, text, src, tmp)
+                tap(ok, f"{rel}: runs as shown (its c-run main)", why)
     print(f"1..{n}")
     return 1 if failed else 0
+
+
+def run_page(a, rel: str, text: str, src: str, tmp: str) -> Tuple[bool, str]:
+    """Link the page with its c-run main as a program and run it: (ok,
+    what went wrong)."""
+    m = RUN.search(text)
+    line = text.count("\n", 0, m.start(1)) + 1
+    c_file = os.path.join(tmp, "run.c")
+    with open(c_file, "w", encoding="utf-8") as f:
+        f.write(src + f'#line {line} "{rel}"\n' + m.group(1))
+    exe = os.path.join(tmp, "run")
+    flags = [x for x in FLAGS if x not in ("-fPIC", "-shared")]
+    if a.sanitize != "none":
+        flags.append(f"-fsanitize={a.sanitize}")
+    cmd = [a.cc, *a.cc_arg, *flags, f"-I{a.include}", c_file, "-o", exe,
+           f"-L{a.libdir}", "-lswitchyard", f"-Wl,-rpath,{a.libdir}"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=a.root,
+                          check=False)
+    if proc.returncode:
+        return False, "the c-run program does not link:\n" + proc.stderr
+    run = [exe]
+    env = dict(os.environ)
+    # a walk-through ends without freeing what it made: not a leak to
+    # report (valgrind is run without its leak check for the same reason)
+    env["ASAN_OPTIONS"] = (env.get("ASAN_OPTIONS", "") +
+                           ":detect_leaks=0").lstrip(":")
+    if a.sanitize == "none" and shutil.which("valgrind"):
+        run = ["valgrind", "-q", "--error-exitcode=99", "--leak-check=no",
+               *run]
+    try:
+        proc = subprocess.run(run, capture_output=True, text=True,
+                              timeout=300, check=False, env=env)
+    except subprocess.TimeoutExpired:
+        return False, "timed out"
+    if proc.returncode or proc.stderr:
+        return False, (f"{' '.join(run[:-1] + ['<page>'])}: exit status "
+                       f"{proc.returncode}\n{proc.stderr}{proc.stdout}")
+    return True, ""
 
 
 if __name__ == "__main__":

@@ -6,11 +6,15 @@
 # PYTHONPATH cleared, runs the installed tool and
 # `/usr/bin/python3 -m switchyard` from there and checks they load the
 # installed libswitchyard through a relative ($ORIGIN) run path.
-# Usage: test_install.sh BUILD_DIR SOURCE_ROOT WITH_PYTHON(0|1)
+# Usage: test_install.sh BUILD_DIR SOURCE_ROOT WITH_PYTHON(0|1) [B_SANITIZE]
 set -u
 build=${1:?build dir}
 root=${2:?source root}
 with_python=${3:-0}
+# a sanitized build's library needs its runtime in the programs built here
+sanitize=${4:-none}
+san_flags=()
+[[ $sanitize != none ]] && san_flags=("-fsanitize=$sanitize")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -55,6 +59,75 @@ if [[ -n $resolved && $(readlink -f "$resolved") == "$(readlink -f "$lib")" ]]; 
     ok "the tool loads the installed libswitchyard"
 else
     not_ok "the tool loads the installed libswitchyard" "resolved: '$resolved'" "installed: $lib"
+fi
+
+# The library as README.md's "Linking" tells a C host to use it: its
+# soname, and a program built with pkg-config against the installed tree
+# (PKG_CONFIG_SYSROOT_DIR puts the destdir in front of its -I and -L),
+# shared and then static with the README's exact recipe.
+soname=$(readelf -d "$lib" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+if [[ $soname == libswitchyard.so.1 && -f $(dirname "$lib")/libswitchyard.so.$(
+        sed -n 's/^#define SY_VERSION_STRING "\(.*\)"/\1/p' "$root/include/switchyard.h") ]]; then
+    ok "soname $soname, libswitchyard.so.VERSION installed"
+else
+    not_ok "soname libswitchyard.so.1, libswitchyard.so.VERSION installed" \
+        "soname: $soname" "$(ls "$(dirname "$lib")")"
+fi
+pc=$(find "$tmp/root" -name switchyard.pc | head -n 1)
+cat > "$tmp/app.c" <<'APP'
+#include <switchyard.h>
+#include <stdio.h>
+#include <string.h>
+int main(void) {
+    const char *doc = "[{\"id\":\"orders\",\"uri\":\"http://o:8080\","
+                      "\"predicates\":[\"Path=/orders/{id}\"]}]";
+    sy_router *r;
+    sy_error err;
+    if (sy_version_number() != SY_VERSION_NUMBER ||
+        sy_router_new(NULL, &r, &err) || sy_router_add_source(r, "s", &err) ||
+        sy_router_apply(r, "s", doc, strlen(doc), NULL, &err))
+        return 1;
+    sy_match_ctx *ctx;
+    sy_match_ctx_new(NULL, &ctx, &err);
+    sy_request req = SY_REQUEST_INIT;
+    req.method = (sy_str){"GET", 3};
+    req.path = (sy_str){"/orders/7", 9};
+    sy_snapshot *s = sy_router_acquire(r);
+    sy_match *m;
+    int rc = sy_snapshot_match(s, ctx, &req, &m);
+    printf("%s %s\n", sy_version(), !rc && m ? sy_route_id(sy_match_route(m)) : "-");
+    sy_snapshot_release(s);
+    sy_match_ctx_free(ctx);
+    sy_router_free(r);
+    return 0;
+}
+APP
+pcfg=(env PKG_CONFIG_PATH="$(dirname "$pc")" PKG_CONFIG_SYSROOT_DIR="$tmp/root" pkg-config)
+want="$(sed -n 's/^#define SY_VERSION_STRING "\(.*\)"/\1/p' "$root/include/switchyard.h") orders"
+libdir=$(dirname "$lib")
+modversion=$("${pcfg[@]}" --modversion switchyard 2>&1)
+if [[ "$modversion ${want#* }" == "$want" ]]; then
+    ok "pkg-config --modversion switchyard is the header's SY_VERSION_STRING: $modversion"
+else
+    not_ok "pkg-config --modversion switchyard is the header's SY_VERSION_STRING" \
+        "pkg-config: $modversion" "header: ${want% *}"
+fi
+if out=$(cc "${san_flags[@]}" "$tmp/app.c" $("${pcfg[@]}" --cflags --libs switchyard) -o "$tmp/app_shared" 2>&1) &&
+   out=$("${clean_env[@]}" LD_LIBRARY_PATH="$libdir" "$tmp/app_shared" 2>&1) && [[ $out == "$want" ]]; then
+    ok "a program linked with pkg-config --libs switchyard runs: $out"
+else
+    not_ok "a program linked with pkg-config --libs switchyard runs" "$out"
+fi
+if out=$(cc "${san_flags[@]}" "$tmp/app.c" $("${pcfg[@]}" --cflags --libs-only-L switchyard) \
+        -Wl,-Bstatic -lswitchyard -Wl,-Bdynamic \
+        $("${pcfg[@]}" --libs --static switchyard | sed 's/-lswitchyard//') \
+        -o "$tmp/app_static" 2>&1) &&
+   ! readelf -d "$tmp/app_static" | grep -q 'libswitchyard' &&
+   out=$("${clean_env[@]}" "$tmp/app_static" 2>&1) && [[ $out == "$want" ]]; then
+    ok "a program linked statically as README.md shows runs: $out"
+else
+    not_ok "a program linked statically as README.md shows runs" "$out" \
+        "$(readelf -d "$tmp/app_static" 2>&1 | grep NEEDED)"
 fi
 
 out=$(cd / && "${clean_env[@]}" "$tool" --version 2>&1)

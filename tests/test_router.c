@@ -669,6 +669,106 @@ START_TEST(readers_never_miss_a_stable_route_while_documents_change) {
 }
 END_TEST
 
+/* The calls api.md lists as "any thread": status and metrics (which take
+ * the writer lock briefly), the policy store's counters, parsing a
+ * document and the first canonical text of a live route, from readers
+ * while the writer publishes. Each read is whole (a source's version and
+ * route count come from one publish) and none goes backwards; the
+ * concurrency suite runs this under TSan. */
+typedef struct status_arg {
+    sy_router *r;
+    volatile int *stop;
+    long reads; /* atomics: the writer waits for some */
+    int done;
+    char failure[160];
+} status_arg;
+
+static void *status_reader(void *p) {
+    status_arg *a = p;
+    char own[1 << 14]; /* each thread its own buffer */
+    uint64_t last_gen = 0;
+    long last_version = -1;
+    const char *doc = "[{\"id\":\"x\",\"uri\":\"http://x\"}]";
+    while (!__atomic_load_n(a->stop, __ATOMIC_ACQUIRE) && !a->failure[0]) {
+        sy_metrics m;
+        sy_router_metrics(a->r, &m);
+        if (m.generation < last_gen)
+            snprintf(a->failure, sizeof a->failure, "generation %llu < %llu",
+                     (unsigned long long)m.generation,
+                     (unsigned long long)last_gen);
+        last_gen = m.generation;
+        size_t len = 0;
+        if (sy_router_metrics_text(a->r, own, sizeof own, &len, NULL) != 0 ||
+            len != strlen(own) || !strstr(own, "switchyard_"))
+            snprintf(a->failure, sizeof a->failure, "metrics text: %zu", len);
+        sy_source_status st;
+        if (sy_router_source_count(a->r) != 1 ||
+            sy_router_source_status(a->r, 0, &st, NULL) != 0)
+            snprintf(a->failure, sizeof a->failure, "source status");
+        else if (st.applied) {
+            long v = strtol(st.version, NULL, 10);
+            if (v < last_version || st.routes != 2)
+                snprintf(a->failure, sizeof a->failure,
+                         "version %ld after %ld, %zu routes", v, last_version,
+                         st.routes);
+            last_version = v;
+        }
+        sy_policy_stats ps;
+        sy_policy_store_stats(sy_router_policy_store(a->r), &ps);
+        sy_document *d = NULL;
+        if (sy_document_parse(doc, strlen(doc), NULL, &d, NULL) != 0)
+            snprintf(a->failure, sizeof a->failure, "parse");
+        sy_document_free(d);
+        sy_snapshot *s = sy_router_acquire(a->r);
+        for (size_t i = 0; i < sy_snapshot_route_count(s); i++)
+            if (!sy_route_canonical(sy_snapshot_route_at(s, i)))
+                snprintf(a->failure, sizeof a->failure, "canonical");
+        sy_snapshot_release(s);
+        __atomic_fetch_add(&a->reads, 1, __ATOMIC_RELAXED);
+    }
+    __atomic_store_n(&a->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+START_TEST(status_metrics_and_parses_run_on_any_thread_during_publishes) {
+    sy_router *r = router_with(ONE, 1, NULL);
+    volatile int stop = 0;
+    status_arg args[2];
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) {
+        args[i] = (status_arg){r, &stop, 0, 0, ""};
+        ck_assert_int_eq(pthread_create(&th[i], NULL, status_reader, &args[i]),
+                         0);
+    }
+    char doc[512];
+    /* 200 publishes, and more until each reader has read 50 times (a
+     * loaded machine may start them late) or stopped on a failure */
+    for (int v = 1;; v++) {
+        bool enough = v > 200;
+        for (int i = 0; i < 2; i++)
+            enough = enough &&
+                     (__atomic_load_n(&args[i].reads, __ATOMIC_RELAXED) >= 50 ||
+                      __atomic_load_n(&args[i].done, __ATOMIC_ACQUIRE));
+        if (enough)
+            break;
+        snprintf(doc, sizeof doc,
+                 "{\"version\":\"%d\",\"routes\":[{\"id\":\"stable\","
+                 "\"uri\":\"http://s:80\",\"predicates\":[\"Path=/s/**\"]},"
+                 "{\"id\":\"churn%d\",\"uri\":\"http://c:80\","
+                 "\"predicates\":[\"Path=/c/%d\"]}]}",
+                 v, v, v);
+        ck_assert_int_eq(apply(r, "main", doc, NULL), 0);
+    }
+    __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < 2; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_msg(!args[i].failure[0], "%s", args[i].failure);
+        ck_assert_int_ge(args[i].reads, 50);
+    }
+    sy_router_free(r);
+}
+END_TEST
+
 typedef struct event_log {
     int count;
     char last[64];
@@ -964,6 +1064,8 @@ int main(void) {
     tcase_add_test(tc, requests_without_a_seed_and_no_callback_still_spread);
     tcase_add_test(tc, a_snapshot_held_too_long_is_reported_once);
     tcase_add_test(tc, a_change_set_attaches_exactly_the_routes_it_publishes);
+    tcase_add_test(
+        tc, status_metrics_and_parses_run_on_any_thread_during_publishes);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

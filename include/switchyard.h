@@ -961,8 +961,20 @@ typedef struct sy_router_options {
     uint32_t policy_breakers;
 } sy_router_options;
 
+#ifndef __cplusplus
 #define SY_ROUTER_OPTIONS_INIT                                                 \
     { .size = sizeof(sy_router_options) }
+#else
+/* C++ before C++20 has no designated initializers, and a partly listed
+ * aggregate draws -Wmissing-field-initializers: a zeroed struct with its
+ * size set, from C++11 on */
+#define SY_ROUTER_OPTIONS_INIT                                                 \
+    ([] {                                                                      \
+        sy_router_options sy_opts_ = {};                                       \
+        sy_opts_.size = sizeof sy_opts_;                                       \
+        return sy_opts_;                                                       \
+    }())
+#endif
 
 /* Create a router with an empty published snapshot. */
 SY_API int sy_router_new(const sy_router_options *opts, sy_router **out,

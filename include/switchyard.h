@@ -248,7 +248,8 @@ SY_API int sy_registry_new(const sy_allocator *alloc, sy_registry **out,
                            sy_error *err);
 SY_API void sy_registry_free(sy_registry *reg);
 /* Names must not clash with a built-in or an earlier registration. The
- * factory struct is copied; `name` is copied. */
+ * factory struct is copied; `name` is copied. A shortcut_type that is not
+ * one of sy_shortcut_type is SY_EINVAL (nothing is registered). */
 SY_API int sy_registry_add_predicate(sy_registry *reg, const char *name,
                                      const sy_predicate_factory *f,
                                      sy_error *err);

@@ -455,6 +455,44 @@ START_TEST(a_null_or_empty_name_is_einval_as_when_staged) {
 }
 END_TEST
 
+static int compile_nothing(void *data, const sy_kv *args, size_t n,
+                           void **state, sy_error *err) {
+    (void)data, (void)args, (void)n, (void)err;
+    *state = NULL;
+    return 0;
+}
+static bool test_true(void *state, const sy_request *req) {
+    (void)state, (void)req;
+    return true;
+}
+
+/* A factory's shortcut_type outside sy_shortcut_type was registered and
+ * then read as a gathered list (any value but DEFAULT): a value from a
+ * newer header, or garbage, silently changed how shortcuts are split.
+ * It is refused at registration, naming the value; nothing is added. */
+START_TEST(an_unknown_shortcut_type_is_refused_at_registration) {
+    sy_registry *g;
+    ck_assert_int_eq(sy_registry_new(NULL, &g, NULL), 0);
+    sy_predicate_factory p = {.compile = compile_nothing, .test = test_true};
+    sy_filter_factory f = {0};
+    sy_error e;
+    p.shortcut_type = (sy_shortcut_type)3;
+    ck_assert_int_eq(sy_registry_add_predicate(g, "Mine", &p, &e), SY_EINVAL);
+    ck_assert_msg(strstr(e.message, "shortcut_type 3") != NULL, "%s",
+                  e.message);
+    f.shortcut_type = (sy_shortcut_type)-1;
+    ck_assert_int_eq(sy_registry_add_filter(g, "MyF", &f, &e), SY_EINVAL);
+    ck_assert_msg(strstr(e.message, "shortcut_type -1") != NULL, "%s",
+                  e.message);
+    /* nothing was added: the names are still free */
+    p.shortcut_type = SY_SHORTCUT_GATHER_LIST_TAIL_FLAG;
+    ck_assert_int_eq(sy_registry_add_predicate(g, "Mine", &p, &e), 0);
+    f.shortcut_type = SY_SHORTCUT_GATHER_LIST;
+    ck_assert_int_eq(sy_registry_add_filter(g, "MyF", &f, &e), 0);
+    sy_registry_free(g);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("api_edges");
     TCase *tc = tcase_create("api_edges");
@@ -469,6 +507,7 @@ int main(void) {
     tcase_add_test(tc, a_failed_call_leaves_its_out_pointer_null);
     tcase_add_test(tc, report_and_diff_accessors_take_null);
     tcase_add_test(tc, a_null_or_empty_name_is_einval_as_when_staged);
+    tcase_add_test(tc, an_unknown_shortcut_type_is_refused_at_registration);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

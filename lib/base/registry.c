@@ -121,6 +121,17 @@ static int check_name(const sy_registry *reg, sy__factory_kind kind,
     return SY_OK;
 }
 
+/* A shortcut type sy_shortcut_type names (an unknown one would be read as
+ * a gathered list). */
+static int check_shortcut(sy_shortcut_type t, const char *name, sy_error *err) {
+    if (t == SY_SHORTCUT_DEFAULT || t == SY_SHORTCUT_GATHER_LIST ||
+        t == SY_SHORTCUT_GATHER_LIST_TAIL_FLAG)
+        return SY_OK;
+    return sy__error_set(err, SY_EINVAL, "",
+                         "factory '%s': unknown shortcut_type %d", name,
+                         (int)t);
+}
+
 static bool grow(const sy__alloc *a, void **arr, size_t *cap, size_t count,
                  size_t elem) {
     if (count < *cap)
@@ -157,6 +168,8 @@ int sy_registry_add_predicate(sy_registry *reg, const char *name,
         return sy__error_set(err, SY_EINVAL, "",
                              "predicate factory '%s' needs compile and test",
                              name);
+    if ((rc = check_shortcut(f->shortcut_type, name, err)))
+        return rc;
     char *copy;
     const char *const *fields;
     rc = new_entry(reg, (void **)&reg->preds, &reg->pred_cap, reg->pred_count,
@@ -178,6 +191,8 @@ int sy_registry_add_filter(sy_registry *reg, const char *name,
         return rc;
     if (!f)
         return sy__error_set(err, SY_EINVAL, "", "filter factory required");
+    if ((rc = check_shortcut(f->shortcut_type, name, err)))
+        return rc;
     char *copy;
     const char *const *fields;
     rc = new_entry(reg, (void **)&reg->filters, &reg->filter_cap,

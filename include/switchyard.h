@@ -480,7 +480,8 @@ typedef enum sy_nomatch {
 
 /*
  * The reason the last sy_snapshot_match() on `ctx` returned no route
- * (SY_NOMATCH_NONE after a match that found one, and after an explain).
+ * (SY_NOMATCH_NONE after a match that found one, after one refused with
+ * SY_ELIMIT, and after an explain).
  * For SY_NOMATCH_METHOD, *allow (may be NULL) receives the allowed methods
  * of the routes that failed only on their Method predicate, as an Allow
  * header value ("GET, HEAD"); borrowed from ctx until its next match.

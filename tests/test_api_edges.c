@@ -493,6 +493,38 @@ START_TEST(an_unknown_shortcut_type_is_refused_at_registration) {
 }
 END_TEST
 
+/* sy_match_ctx_nomatch names the reason of the last match on the context:
+ * after a match refused for its header count (SY_ELIMIT) it still said
+ * the previous request's 405 and Allow, which a host that reads it when m
+ * is NULL (docs/embedding.md's walk-through did) answered to the wrong
+ * request. */
+START_TEST(a_refused_match_leaves_no_stale_nomatch_reason) {
+    sy_router *r = router_new(NULL, "s");
+    ck_assert_int_eq(apply(r, "s",
+                           "[{\"id\":\"p\",\"uri\":\"http://p\","
+                           "\"predicates\":[\"Method=POST\",\"Path=/p\"]}]",
+                           NULL),
+                     0);
+    sy_snapshot *s = sy_router_acquire(r);
+    sy_match_ctx *ctx;
+    ck_assert_int_eq(sy_match_ctx_new(NULL, &ctx, NULL), 0);
+    sy_request req = SY_REQUEST_INIT;
+    req.method = (sy_str){"GET", 3};
+    req.path = (sy_str){"/p", 2};
+    sy_match *m;
+    ck_assert_int_eq(sy_snapshot_match(s, ctx, &req, &m), 0);
+    sy_str allow;
+    ck_assert_int_eq(sy_match_ctx_nomatch(ctx, &allow), SY_NOMATCH_METHOD);
+    req.header_count = SY_MAX_REQUEST_HEADERS + 1;
+    ck_assert_int_eq(sy_snapshot_match(s, ctx, &req, &m), SY_ELIMIT);
+    ck_assert_int_eq(sy_match_ctx_nomatch(ctx, &allow), SY_NOMATCH_NONE);
+    ck_assert_ptr_null(allow.ptr);
+    sy_snapshot_release(s);
+    sy_match_ctx_free(ctx);
+    sy_router_free(r);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("api_edges");
     TCase *tc = tcase_create("api_edges");
@@ -508,6 +540,7 @@ int main(void) {
     tcase_add_test(tc, report_and_diff_accessors_take_null);
     tcase_add_test(tc, a_null_or_empty_name_is_einval_as_when_staged);
     tcase_add_test(tc, an_unknown_shortcut_type_is_refused_at_registration);
+    tcase_add_test(tc, a_refused_match_leaves_no_stale_nomatch_reason);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

@@ -679,9 +679,9 @@ match_common(const sy_snapshot *h, sy_match_ctx *c, const sy_request *req,
              sy_match **out, bool linear) {
     if (!valid_args(h, c, req, out))
         return SY_EINVAL;
+    c->nomatch = SY_NOMATCH_NONE; /* none from an earlier request */
     if (!headers_fit(req))
         return SY_ELIMIT;
-    c->nomatch = SY_NOMATCH_NONE;
     c->method_miss_count = 0;
     const sy_snapshot *s = sy__snapshot_from_handle(h);
     if (req->size < sizeof(sy_request) || (!req->seed && s->prep.weights))

@@ -578,7 +578,9 @@ typedef enum sy_instance_state {
     SY_INSTANCE_DOWN = 2
 } sy_instance_state;
 
-/* An instance as the host describes it; strings are copied. */
+/* An instance as the host describes it; strings are copied. `host` (it
+ * reaches sy_target.host_header) holds no control byte, space, DEL or any
+ * of "#/<>?@\^`{|}: SY_EINVAL at instances[k].host. */
 typedef struct sy_instance {
     const char *id;
     const char *host; /* a DNS name, an IPv4 or IPv6 address ("[::1]" is

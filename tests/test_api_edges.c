@@ -525,6 +525,68 @@ START_TEST(a_refused_match_leaves_no_stale_nomatch_reason) {
 }
 END_TEST
 
+/* An upstream host is written into sy_target.host_header, the Host line a
+ * proxy sends: a route uri's host or an instance's host with a space, a
+ * CR or LF, or a URI delimiter ('/', '?', '#', '@', ...) was accepted and
+ * came back in that header (an instance "evil\r\nX-Injected: 1" even
+ * bracketed as IPv6), a header injection from a config or discovery
+ * source. Spring Cloud Gateway refuses such a uri (java.net.URI); here
+ * each is refused, located: the route's uri (SY_EURI), the instance's
+ * host (SY_EINVAL), an instances document's host (SY_EARG). */
+START_TEST(a_host_with_a_byte_no_host_has_is_refused) {
+    sy_router *r = router_new(NULL, "s");
+    static const char *const bad_uris[] = {
+        "http://a b",         "http://a\\r\\nX-Evil:%201",
+        "lb://svc\\r\\nX: 1", "https://a\\\"b",
+        "http://a<b>",        "ws://a{b}:80"};
+    char doc[256];
+    sy_error e;
+    for (size_t i = 0; i < sizeof bad_uris / sizeof *bad_uris; i++) {
+        snprintf(doc, sizeof doc,
+                 "[{\"id\":\"a\",\"uri\":\"%s\",\"predicates\":"
+                 "[\"Path=/a\"]}]",
+                 bad_uris[i]);
+        ck_assert_msg(apply(r, "s", doc, &e) == SY_EURI, "%s: %d %s",
+                      bad_uris[i], e.code, e.message);
+        ck_assert_str_eq(e.path, "[0].uri");
+        ck_assert_msg(strstr(e.message, "not allowed in a host") != NULL, "%s",
+                      e.message);
+    }
+    static const char *const good_uris[] = {
+        "http://a-b.example.com", "http://10.0.0.1:8080", "http://[::1]:81",
+        "lb://orders_v2", "http://user@a:80/p?q#f"};
+    for (size_t i = 0; i < sizeof good_uris / sizeof *good_uris; i++) {
+        snprintf(doc, sizeof doc,
+                 "[{\"id\":\"a\",\"uri\":\"%s\",\"predicates\":"
+                 "[\"Path=/a\"]}]",
+                 good_uris[i]);
+        ck_assert_msg(apply(r, "s", doc, &e) == 0, "%s: %s", good_uris[i],
+                      e.message);
+    }
+    sy_instance in[2] = {
+        {.id = "i0", .host = "::1", .port = 80},
+        {.id = "i1", .host = "evil\r\nX-Injected: 1", .port = 80}};
+    ck_assert_int_eq(sy_router_set_instances(r, "svc", in, 2, NULL, &e),
+                     SY_EINVAL);
+    ck_assert_str_eq(e.path, "instances[1].host");
+    in[1].host = "a b";
+    sy_instance_delta d = {SY_INSTANCE_ADD, in[1]};
+    ck_assert_int_eq(sy_router_update_instances(r, "svc", &d, 1, NULL, &e),
+                     SY_EINVAL);
+    ck_assert_str_eq(e.path, "deltas[0].instance.host");
+    in[1].host = "[fe80::1]";
+    ck_assert_int_eq(sy_router_set_instances(r, "svc", in, 2, NULL, &e), 0);
+    const char *idoc = "{\"svc\":[{\"id\":\"i\",\"host\":\"h/x\","
+                       "\"port\":80}]}";
+    sy_instances *inst = (sy_instances *)&inst;
+    ck_assert_int_eq(sy_instances_parse(idoc, strlen(idoc), NULL, &inst, &e),
+                     SY_EARG);
+    ck_assert_ptr_null(inst);
+    ck_assert_str_eq(e.path, "svc[0].host");
+    sy_router_free(r);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("api_edges");
     TCase *tc = tcase_create("api_edges");
@@ -541,6 +603,7 @@ int main(void) {
     tcase_add_test(tc, a_null_or_empty_name_is_einval_as_when_staged);
     tcase_add_test(tc, an_unknown_shortcut_type_is_refused_at_registration);
     tcase_add_test(tc, a_refused_match_leaves_no_stale_nomatch_reason);
+    tcase_add_test(tc, a_host_with_a_byte_no_host_has_is_refused);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

@@ -182,6 +182,20 @@ void sy__path_index(char *out, size_t cap, size_t at, size_t i);
 /* Decimal text of v into num (at least 24 bytes), NUL-ended; its length.
  * No printf: for paths that format numbers per request. */
 size_t sy__int_text(int64_t v, char *num);
+/* The index of the first byte of host[0..len) that no upstream host may
+ * hold (a control byte, space, DEL, or one of "#/<>?@\\^`{|}), or len:
+ * hosts go into the Host header a proxy writes. ':' '[' ']' and '%' stay
+ * (IPv6 literals, zone ids). */
+static inline size_t sy__host_bad_byte(const char *host, size_t len) {
+    /* bit c: byte c refused; from 0x80 on, bytes pass */
+    static const uint64_t bad[2] = {0xd000800dffffffffull,
+                                    0xb800000150000001ull};
+    const unsigned char *p = (const unsigned char *)host;
+    for (size_t i = 0; i < len; i++)
+        if (p[i] < 128 && (bad[p[i] >> 6] >> (p[i] & 63)) & 1)
+            return i;
+    return len;
+}
 
 /* Fill err (if non-NULL) with code, path and a formatted message. Returns
  * code, so `return sy__error_set(...)` reads naturally. */

@@ -176,6 +176,13 @@ static int uri_split_authority(const struct sy_route *r, const char *rest,
     if (a->host_len == 0)
         return sy__error_set(err, SY_EURI, path, "uri '%.100s' has no %s", u,
                              lb ? "service name" : "host");
+    size_t bad = sy__host_bad_byte(a->host, a->host_len);
+    if (bad < a->host_len) /* it would reach the Host header */
+        return sy__error_set(err, SY_EURI, path,
+                             "uri '%.100s': byte 0x%02x at %zu is not "
+                             "allowed in a host",
+                             u, (unsigned char)a->host[bad],
+                             (size_t)(a->host + bad - u));
     return SY_OK;
 }
 

@@ -587,6 +587,28 @@ START_TEST(a_host_with_a_byte_no_host_has_is_refused) {
 }
 END_TEST
 
+/* api.md: every _free and sy_snapshot_release take NULL (a host's
+ * cleanup path frees what a failed call left NULL). */
+START_TEST(every_free_takes_null) {
+    sy_registry_free(NULL);
+    sy_document_free(NULL);
+    sy_match_ctx_free(NULL);
+    sy_diff_free(NULL);
+    sy_router_free(NULL);
+    sy_change_set_free(NULL);
+    sy_report_free(NULL);
+    sy_instances_free(NULL);
+    sy_snapshot_release(NULL);
+    /* what a failed call leaves, freed as a host frees it */
+    sy_document *d;
+    ck_assert_int_eq(sy_document_parse("[", 1, NULL, &d, NULL), SY_ESYNTAX);
+    sy_document_free(d);
+    sy_instances *in;
+    ck_assert_int_eq(sy_instances_parse("{", 1, NULL, &in, NULL), SY_ESYNTAX);
+    sy_instances_free(in);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("api_edges");
     TCase *tc = tcase_create("api_edges");
@@ -604,6 +626,7 @@ int main(void) {
     tcase_add_test(tc, an_unknown_shortcut_type_is_refused_at_registration);
     tcase_add_test(tc, a_refused_match_leaves_no_stale_nomatch_reason);
     tcase_add_test(tc, a_host_with_a_byte_no_host_has_is_refused);
+    tcase_add_test(tc, every_free_takes_null);
     suite_add_tcase(s, tc);
     return sy_test_run(s);
 }

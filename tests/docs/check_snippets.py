@@ -34,7 +34,8 @@ so a misspelt, removed or never implemented call fails:
     must exit 0 and write nothing on stderr (the snippets print there
     when a call fails). It runs under valgrind (--error-exitcode) when
     valgrind is installed and the build has no sanitizer (--sanitize,
-    meson's b_sanitize), else with the sanitizer linked in.
+    meson's b_sanitize), else with the sanitizer linked in. The
+    comment's first line is its title; the code starts on the next.
   * <stdbool.h>, <stddef.h>, <stdint.h>, <inttypes.h>, <stdio.h>,
     <stdlib.h>, <string.h> and <switchyard.h> are always included.
 

@@ -137,7 +137,8 @@ typedef struct sy_limits {
     size_t max_document_bytes; /* 64 MiB */
     size_t max_routes;         /* 1,000,000 per document */
     size_t max_string_bytes;   /* 64 KiB per JSON string */
-    uint32_t max_depth;        /* 32 levels of JSON nesting */
+    uint32_t max_depth;        /* 32 levels of JSON nesting (never over
+                                  1,000, whatever is set) */
 } sy_limits;
 
 /* ------------------------------------------------------------------ */
@@ -952,10 +953,12 @@ typedef struct sy_router_options {
      */
     struct sy_policy_store *policy_store;
     uint32_t policy_slots; /* default 16,384 bucket slots (rounded up to a
-                              power of 2) */
+                              power of 2, at most 2^30: 16 GiB, allocated
+                              and zeroed at sy_router_new) */
     /*
      * Circuit-breaker entries of the router's own store (default 256,
-     * rounded up to a power of 2, at least 16; unused with policy_store).
+     * rounded up to a power of 2, at least 16, at most 2^30; unused with
+     * policy_store).
      * An entry is claimed at the commit that first publishes a breaker
      * name (or, unnamed, a route id) and freed once no snapshot reaches a
      * route naming it (docs/policies.md); a commit that needs one more
@@ -1303,8 +1306,8 @@ typedef struct sy_policy_store sy_policy_store;
 #define SY_BREAKER_WINDOW_MAX 1024
 
 /* Bytes a store of `slots` bucket slots (rounded up to a power of two,
- * at least 64) and `breakers` breakers (rounded likewise, at least 16)
- * takes. Any thread. */
+ * at least 64, at most 2^30) and `breakers` breakers (rounded likewise,
+ * at least 16) takes. Any thread. */
 SY_API size_t sy_policy_store_bytes(uint32_t slots, uint32_t breakers);
 /*
  * Format `len` bytes at `mem` (8-byte aligned, zero or not) as an empty

@@ -33,8 +33,10 @@ static int by_creation(const void *pa, const void *pb) {
 static bool sort_by_creation(etcd_change_list *got) {
     size_t n = got->n, routes = 0;
     etcd_change *v = got->v;
-    etcd_change *tmp = n ? malloc(n * sizeof *tmp) : NULL;
-    if (n && !tmp)
+    if (!n) /* an empty prefix: v may be NULL */
+        return true;
+    etcd_change *tmp = malloc(n * sizeof *tmp);
+    if (!tmp)
         return false;
     for (size_t i = 0; i < n; i++) /* routes, then instances, in order */
         if (v[i].is_route)

@@ -1062,13 +1062,24 @@ static int r_message_complete(http_parser *p) {
 }
 
 /* After the parser paused at the end of the first request's response:
- * true when u goes on with the next request's. */
-static bool response_complete(gw_upconn *u) {
+ * true when u goes on with the next request's. `extra`: bytes of the read
+ * follow the answer; with no request after it on u they answer nothing
+ * (a body longer than its Content-Length): u is closed, never pooled,
+ * where a later request would read them as its answer (nginx: "upstream
+ * sent more data than specified"). */
+static bool response_complete(gw_upconn *u, size_t extra) {
     u->in_body = false; /* what comes next sets the timer */
     gw_request *q = dequeue(u);
     /* r_message_complete paused the parser: fast.mid is its
      * !http_should_keep_alive */
     bool reusable = !u->fast.mid && (!q || q->msg_done);
+    if (extra && u->npipe == 0) {
+        gw_log("route %s: upstream sent %zu bytes after its answer (a body "
+               "longer than its Content-Length?): connection closed",
+               q && q->route_id && q->route_id[0] ? q->route_id : "(none)",
+               extra);
+        reusable = false;
+    }
     if (q) {
         if (q->resp_chunked)
             gw_client_write(q->c, "0\r\n\r\n", 5);
@@ -1189,7 +1200,7 @@ static void up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
             resend_all(rest, n);
             gw_policy_redo(q);
         } else if (e == HPE_PAUSED) {
-            more = response_complete(u);
+            more = response_complete(u, nread > 0 ? len - off : 0);
             if (more) {
                 http_parser_pause(&u->p, 0);
                 u->got_bytes = off < len; /* of the next answer */

@@ -1139,7 +1139,10 @@ static void response_failed(gw_upconn *u) {
         gw_client_abort(q->c);
         return;
     }
-    if (retry_fresh && !q->has_body && !q->pipe_off) {
+    /* an idempotent one only: the upstream may have read a POST and died
+     * acting on it, which nothing tells from a close it made before the
+     * request came (nginx's proxy_next_upstream, non_idempotent off) */
+    if (retry_fresh && !q->has_body && !q->pipe_off && idempotent(q)) {
         resend(q);
         return;
     }

@@ -4,9 +4,13 @@ body is longer than its Content-Length (the extra bytes a second,
 unasked-for answer) is passed on as framed, and its connection is closed,
 never pooled: a later request must not be read against those bytes
 (response desync; nginx's "upstream sent more data than specified in
-Content-Length"), and it is logged. (Before the fix the connection went
-back to the pool, the extra bytes dropped unseen: the next request was
-sent on it.)"""
+Content-Length"), and it is logged. A pooled connection that the upstream
+closes on a request without answering: an idempotent request (GET) is
+sent once more on a fresh connection and answered; a POST, though it has
+no body, is not sent twice (the upstream may have acted on it): 502, as
+nginx's proxy_next_upstream without non_idempotent. (Before the fixes
+the extra bytes' connection went back to the pool, the bytes dropped
+unseen, and the POST was sent twice.)"""
 import json
 import threading
 
@@ -77,6 +81,22 @@ def body(procs, c):
          "the next request on a fresh connection (%r)" % seen)
     h.wait_for(lambda: "route p: upstream sent 42 bytes after its answer"
                in procs.log("gateway.log"), "the extra bytes logged")
+
+    # a pooled connection closed on a request without an answer
+    for method, want in (("GET", 200), ("POST", 502)):
+        st, _, _ = gw.request("GET", "/p/ok")  # a connection in the pool
+        c.eq(st, 200, "the pool filled")
+        up.take()
+        st, _, _ = gw.request(method, "/p/die/x")
+        if method == "GET":
+            seen = up.take()
+            c.eq([line for _, line in seen], ["GET /p/die/x HTTP/1.1"] * 2,
+                 "GET sent once more on a fresh connection")
+            c.ok(len({cid for cid, _ in seen}) == 2, "on two connections")
+        else:
+            c.eq(st, want, "POST on a broken pooled connection: 502")
+            c.eq([line for _, line in up.take()], ["POST /p/die/x HTTP/1.1"],
+                 "the POST sent once, never again")
 
 
 h.run("gateway_upfaults", body)

@@ -11,7 +11,8 @@
  *    "query":"x=1","host":"h","remote_addr":"127.0.0.1","status":200,
  *    "route":"r","source":"s","upstream":"lb://svc","forwarded_to":null,
  *    "instance":"svc-1",
- *    "version":"2","bytes_in":0,"bytes":312,"duration_ms":1.234,
+ *    "version":"2","bytes_in":0,"bytes":312,"cut":false,
+ *    "duration_ms":1.234,
  *    "upstream_ms":0.9,"retries":0,"rate_limited":false,"fallback":false,
  *    "breaker":null,
  *    "trace_id":"4bf9...","span_id":"00f0...","parent_id":"b7ad..."}
@@ -394,15 +395,16 @@ void gw_access_log_refused(const char *peer, int status, uint64_t bytes) {
                   "\"query\":null,\"host\":null",
                   when);
     str_field(&b, "remote_addr", peer, strlen(peer));
-    gw_buf_printf(&b,
-                  ",\"status\":%d,\"route\":null,\"source\":null,"
-                  "\"upstream\":null,\"forwarded_to\":null,\"instance\":null,"
-                  "\"version\":null,"
-                  "\"bytes_in\":0,\"bytes\":%llu,\"duration_ms\":0.000,"
-                  "\"upstream_ms\":null,\"retries\":0,\"rate_limited\":false,"
-                  "\"fallback\":false,\"breaker\":null,\"trace_id\":null,"
-                  "\"span_id\":null,\"parent_id\":null}\n",
-                  status, (unsigned long long)bytes);
+    gw_buf_printf(
+        &b,
+        ",\"status\":%d,\"route\":null,\"source\":null,"
+        "\"upstream\":null,\"forwarded_to\":null,\"instance\":null,"
+        "\"version\":null,"
+        "\"bytes_in\":0,\"bytes\":%llu,\"cut\":false,\"duration_ms\":0.000,"
+        "\"upstream_ms\":null,\"retries\":0,\"rate_limited\":false,"
+        "\"fallback\":false,\"breaker\":null,\"trace_id\":null,"
+        "\"span_id\":null,\"parent_id\":null}\n",
+        status, (unsigned long long)bytes);
     log_write(&b);
     gw_buf_free(&b);
 }
@@ -462,6 +464,7 @@ void gw_access_log(gw_request *q) {
     gw_buf_addu(&b, q->body_bytes);
     gw_buf_adds(&b, ",\"bytes\":");
     gw_buf_addu(&b, q->bytes_out);
+    gw_buf_adds(&b, q->cut ? ",\"cut\":true" : ",\"cut\":false");
     gw_buf_adds(&b, ",\"duration_ms\":");
     add_ms(&b, now - q->t_start_ns);
     if (q->t_sent_ns) {

@@ -266,6 +266,7 @@ typedef struct gw_wmetrics {
     uint64_t up_count;
     atomic_ullong retries, upstream_connects, upstream_reuses; /* lock-free */
     atomic_ullong upstream_body_timeouts; /* a body stalled (upstream.c) */
+    atomic_ullong upstream_body_cuts;     /* its connection ended mid-body */
     atomic_long active_requests;          /* in flight (GW_OWN_ADD) */
     /* policies (policy.c): by (route, GW_POLICY_*) */
     gw_count_table policy;

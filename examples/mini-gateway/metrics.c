@@ -403,6 +403,7 @@ void gw_metrics_text(gw_buf *out) {
     uint64_t ubuckets[GW_LAT_BUCKETS + 1] = {0}, up_count = 0;
     double up_sum = 0;
     uint64_t retries = 0, connects = 0, reuses = 0, body_timeouts = 0;
+    uint64_t body_cuts = 0;
     gw_count_table pol = {0};
     uint64_t rerr = 0, rtimeouts = 0, rcalls = 0, rauth = 0;
     for (int w = 0; w < G.nworkers; w++) {
@@ -436,6 +437,7 @@ void gw_metrics_text(gw_buf *out) {
         connects += atomic_load(&m->upstream_connects);
         reuses += atomic_load(&m->upstream_reuses);
         body_timeouts += atomic_load(&m->upstream_body_timeouts);
+        body_cuts += atomic_load(&m->upstream_body_cuts);
         m_unlock(m);
     }
     gw_buf_adds(out, "# HELP gateway_requests_total Requests answered, by "
@@ -479,6 +481,11 @@ void gw_metrics_text(gw_buf *out) {
                   "the response timeout.\n"
                   "# TYPE gateway_upstream_body_timeouts_total counter\n"
                   "gateway_upstream_body_timeouts_total %llu\n"
+                  "# HELP gateway_upstream_body_cuts_total Responses cut "
+                  "short: the upstream's connection ended (closed, reset, "
+                  "bad framing) before the body did.\n"
+                  "# TYPE gateway_upstream_body_cuts_total counter\n"
+                  "gateway_upstream_body_cuts_total %llu\n"
                   "# HELP gateway_access_log_lost_total Access log lines "
                   "that could not be written (a write error).\n"
                   "# TYPE gateway_access_log_lost_total counter\n"
@@ -486,6 +493,7 @@ void gw_metrics_text(gw_buf *out) {
                   atomic_load(&G.active_clients), gw_active_requests(),
                   (unsigned long long)retries, (unsigned long long)connects,
                   (unsigned long long)reuses, (unsigned long long)body_timeouts,
+                  (unsigned long long)body_cuts,
                   (unsigned long long)gw_access_log_lost());
     policy_text(out, &pol, rcalls, rerr, rtimeouts, rauth);
     table_free(&pol);

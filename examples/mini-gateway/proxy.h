@@ -162,9 +162,10 @@ struct gw_request {
     int redo_status;
     uint32_t redo_delay;
     /* for the access log (access_log.c); trace: at the end (not zeroed) */
-    uint64_t bytes_out;             /* response bytes queued for the client */
-    bool remembered;                /* in the recent ring (access_log.c) */
-    bool rate_limited;              /* a rate limiter refused it (policy.c) */
+    uint64_t bytes_out; /* response bytes queued for the client */
+    bool remembered;    /* in the recent ring (access_log.c) */
+    bool rate_limited;  /* a rate limiter refused it (policy.c) */
+    bool cut;           /* its body cut short: the upstream's ended mid-body */
     struct gw_cache_cap *cache_cap; /* the answer LocalResponseCache keeps */
     /* Not zeroed when a request starts (proxy.c reuses request blocks):
      * an entry is written before it is read (r_field, r_value, r_spill,

@@ -280,8 +280,10 @@ static void on_body_timeout(uv_timer_t *t) {
     GW_OWN_ADD(&u->w->metrics.upstream_body_timeouts, 1);
     gw_upstream_close(u);
     resend_all(rest, n);
-    if (q)
+    if (q) {
+        q->cut = true; /* for the access log */
         gw_client_abort(q->c);
+    }
 }
 
 void gw_upstream_request_done(gw_upconn *u, gw_request *q) {
@@ -1124,7 +1126,7 @@ static bool idempotent(const gw_request *q) {
 
 /* The connection broke before the first request's response was
  * complete; those behind it were not answered: sent again. */
-static void response_failed(gw_upconn *u) {
+static void response_failed(gw_upconn *u, ssize_t nread) {
     bool nothing_back = !u->got_bytes;
     /* a pooled connection the upstream had closed, or a pipeline that
      * broke before this answer began: once more, fresh */
@@ -1135,7 +1137,17 @@ static void response_failed(gw_upconn *u) {
     resend_all(rest, n);
     if (!q)
         return;
-    if (q->resp_started) {
+    if (q->resp_started) { /* the head went out: the client's cut too */
+        enum http_errno e = HTTP_PARSER_ERRNO(&u->p);
+        gw_log("route %s: upstream connection ended mid-body after %llu "
+               "body bytes (%s): the client's connection closed",
+               q->route_id && q->route_id[0] ? q->route_id : "(none)",
+               (unsigned long long)u->body_bytes,
+               nread == UV_EOF ? "closed"
+               : nread < 0     ? uv_strerror((int)nread)
+                               : http_errno_name(e));
+        GW_OWN_ADD(&u->w->metrics.upstream_body_cuts, 1);
+        q->cut = true; /* for the access log */
         gw_client_abort(q->c);
         return;
     }
@@ -1209,7 +1221,7 @@ static void up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
                 u->got_bytes = off < len; /* of the next answer */
             }
         } else if (e != HPE_OK || nread < 0)
-            response_failed(u);
+            response_failed(u, nread);
         if (c)
             gw_client_flush(c); /* everything this read produced for it */
         if (!more || (off >= len && nread > 0))

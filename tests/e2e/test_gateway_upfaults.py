@@ -1,5 +1,11 @@
-"""mini-gateway end to end: upstream faults on a kept-alive upstream
-connection, against a raw-socket upstream on loopback. An answer whose
+"""mini-gateway end to end: upstream faults, against a raw-socket
+upstream on loopback. An upstream that dies mid-body (a Content-Length
+body, a chunked one): the client's connection is closed with the body
+cut short (a chunked one without its last chunk), never a short body
+presented as whole; the access log says `"cut":true`, it is logged with
+the route and the body bytes and counted
+(gateway_upstream_body_cuts_total; before, the access log and metrics
+showed a plain 200). An answer whose
 body is longer than its Content-Length (the extra bytes a second,
 unasked-for answer) is passed on as framed, and its connection is closed,
 never pooled: a later request must not be read against those bytes
@@ -13,6 +19,7 @@ the extra bytes' connection went back to the pool, the bytes dropped
 unseen, and the POST was sent twice.)"""
 import json
 import threading
+import time
 
 import gwharness as h
 
@@ -52,6 +59,16 @@ class Upstream(h.RawUpstream):
                               b"Content-Length: 4\r\n\r\nevil")
                 elif path.startswith("/p/die"):
                     return
+                elif path.startswith("/p/cut-cl"):  # 40 of 100, then gone
+                    s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n"
+                              b"\r\n" + b"x" * 40)
+                    time.sleep(0.1)
+                    return
+                elif path.startswith("/p/cut-ch"):  # one chunk, then gone
+                    s.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: "
+                              b"chunked\r\n\r\n5\r\nhello\r\n")
+                    time.sleep(0.1)
+                    return
                 else:
                     s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n"
                               b"ok")
@@ -69,7 +86,34 @@ def body(procs, c):
     routes = procs.write_file("routes.json", json.dumps({"version": "1",
         "routes": [{"id": "p", "uri": "http://127.0.0.1:%d" % up.port,
                     "predicates": ["Path=/p/**"]}]}))
-    gw = procs.gateway("--routes", routes)
+    access = procs.dir + "/access.log"
+    gw = procs.gateway("--routes", routes, "--access-log", access)
+
+    # killed mid-body: the client's connection is cut, never a short body
+    # presented as complete; logged, counted, and marked in the access log
+    out = h.raw(gw.port, b"GET /p/cut-cl HTTP/1.1\r\nHost: x\r\n\r\n")
+    c.ok(out.startswith(b"HTTP/1.1 200") and out.endswith(b"x" * 40) and
+         b"Content-Length: 100" in out, "Content-Length body: 40 bytes of "
+         "100, then the connection closed (%r)" % out[-60:])
+    out = h.raw(gw.port, b"GET /p/cut-ch HTTP/1.1\r\nHost: x\r\n\r\n")
+    c.ok(out.endswith(b"5\r\nhello\r\n"), "chunked: no last chunk, "
+         "the connection closed (%r)" % out[-40:])
+    out = h.raw(gw.port, b"GET /p/ok HTTP/1.1\r\nHost: x\r\n"
+                b"Connection: close\r\n\r\n")
+    c.ok(out.endswith(b"\r\n\r\nok"), "a whole answer")
+    h.wait_for(lambda: len(open(access).read().splitlines()) >= 3,
+               "three access log lines")
+    cuts = {x["path"]: x["cut"] for x in
+            map(json.loads, open(access).read().splitlines())}
+    c.eq(cuts, {"/p/cut-cl": True, "/p/cut-ch": True, "/p/ok": False},
+         "the access log's cut")
+    c.eq(gw.metric("gateway_upstream_body_cuts_total"), 2.0,
+         "gateway_upstream_body_cuts_total")
+    log = procs.log("gateway.log")
+    c.ok("route p: upstream connection ended mid-body after 40 body bytes "
+         "(closed)" in log and "after 5 body bytes" in log,
+         "each cut logged with its route and bytes")
+    up.take()
 
     # a body longer than its Content-Length
     st, _, b = gw.request("GET", "/p/long")

@@ -901,7 +901,7 @@ static int r_headers_complete(http_parser *p) {
     else
         gw_deadline_clear(&u->timer);
     if (!q) /* its client went away: dropped (a HEAD's has no body) */
-        return u->phead[u->pfirst] ? 1 : 0;
+        return u->phead[u->pfirst] || st == 204 || st == 304 ? 1 : 0;
     uint64_t now_ns = gw_loop_ns(u->w);
     if (q->up_lat_held) /* an earlier attempt's: counted now */
         gw_metrics_upstream_latency(&u->w->metrics, q->up_lat_s);
@@ -950,7 +950,11 @@ static int r_headers_complete(http_parser *p) {
     hl_init(&l);
     /* a head scanned whole, with no edit but lines kept (below): its
      * header lines go on as the upstream wrote them, not through l */
-    bool raw = u->fast.lines && !q->nops && !q->cache_cap && !q->pre_split;
+    /* a 204 has no body, so no Content-Length either (RFC 9110 8.6): one
+     * an upstream gave it is not passed on (nginx drops it too), where a
+     * client that believed it would read the next answer as this body */
+    bool raw = u->fast.lines && !q->nops && !q->cache_cap && !q->pre_split &&
+               st != 204;
     uint64_t names = raw ? gw_head_lines(out, q->rhs, q->rn) : 0;
     /* lines kept as all the edits (the usual limited, CORS or
      * SecureHeaders route): into the head as they are, after l */
@@ -1014,7 +1018,7 @@ static int r_headers_complete(http_parser *p) {
     if (direct)
         gw_buf_add(out, q->pre.p, q->pre.len);
     if (raw) { /* its Content-Length line went with the others */
-    } else if (has_cl) {
+    } else if (has_cl && st != 204) {
         gw_buf_content_length(out, p->content_length);
     } else if (!q->resp_no_body) {
         if (c->p.http_major == 1 && c->p.http_minor >= 1) {
@@ -1032,7 +1036,11 @@ static int r_headers_complete(http_parser *p) {
     q->bytes_out += out->len - mark;
     c->out.failed |= q->rh.failed;
     gw_buf_free(&dropped);
-    return q->head_req ? 1 : 0;
+    /* nor has a 204's or a 304's, whatever its Content-Length says (RFC
+     * 9112 6.3; a 304's gives the representation's length): http-parser
+     * would wait for that many bytes, holding the client's connection
+     * until the body timeout cut it */
+    return q->resp_no_body ? 1 : 0;
 }
 
 static int r_body(http_parser *p, const char *at, size_t len) {

@@ -5,7 +5,12 @@ cut short (a chunked one without its last chunk), never a short body
 presented as whole; the access log says `"cut":true`, it is logged with
 the route and the body bytes and counted
 (gateway_upstream_body_cuts_total; before, the access log and metrics
-showed a plain 200). An answer whose
+showed a plain 200). A 204 or a 304 whose upstream gave it
+a Content-Length has no body (RFC 9112 6.3): answered at once, the next
+request on the client's connection too (before, the gateway waited for
+that many body bytes: the client's connection held until the body
+timeout cut it), a 204 without the Content-Length (RFC 9110 8.6; nginx
+drops it too). An answer whose
 body is longer than its Content-Length (the extra bytes a second,
 unasked-for answer) is passed on as framed, and its connection is closed,
 never pooled: a later request must not be read against those bytes
@@ -57,6 +62,12 @@ class Upstream(h.RawUpstream):
                     s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n"
                               b"hello" b"HTTP/1.1 200 OK\r\n"
                               b"Content-Length: 4\r\n\r\nevil")
+                elif path.startswith("/p/nc"):  # a 204 with a length
+                    s.sendall(b"HTTP/1.1 204 No Content\r\nX-A: 1\r\n"
+                              b"Content-Length: 5\r\n\r\n")
+                elif path.startswith("/p/nm"):  # a 304 with its length
+                    s.sendall(b"HTTP/1.1 304 Not Modified\r\nETag: \"e\"\r\n"
+                              b"Content-Length: 1234\r\n\r\n")
                 elif path.startswith("/p/die"):
                     return
                 elif path.startswith("/p/cut-cl"):  # 40 of 100, then gone
@@ -125,6 +136,27 @@ def body(procs, c):
          "the next request on a fresh connection (%r)" % seen)
     h.wait_for(lambda: "route p: upstream sent 42 bytes after its answer"
                in procs.log("gateway.log"), "the extra bytes logged")
+
+    # a 204 or a 304 with a Content-Length has no body: answered at once
+    # (a 204 without the Content-Length, a 304 with it), and the next
+    # answer on the client's connection follows at once, whole
+    for path, status, cl in (("/p/nc", b"204", None),
+                             ("/p/nm", b"304", b"Content-Length: 1234")):
+        t0 = time.monotonic()
+        out = h.raw(gw.port, b"GET %s HTTP/1.1\r\nHost: x\r\n\r\n"
+                    b"GET /p/ok HTTP/1.1\r\nHost: x\r\n"
+                    b"Connection: close\r\n\r\n" % path.encode(), timeout=3)
+        took = time.monotonic() - t0
+        first, _, rest = out.partition(b"\r\n\r\n")
+        c.ok(first.startswith(b"HTTP/1.1 " + status) and
+             (cl in first if cl else b"content-length" not in first.lower()),
+             "%s: the head, Content-Length %s (%r)" % (
+                 path, "kept" if cl else "dropped", first))
+        c.ok(rest.startswith(b"HTTP/1.1 200") and
+             rest.endswith(b"\r\n\r\nok") and took < 2,
+             "%s: the next answer whole, at once (%.1f s, %r)" % (
+                 path, took, rest))
+    up.take()
 
     # a pooled connection closed on a request without an answer
     for method, want in (("GET", 200), ("POST", 502)):

@@ -3,17 +3,16 @@
  * a connection from its pool (upstream_pool.c) or connect with a timeout,
  * send the request head and stream the body, parse the response with
  * http-parser (a timeout for its head, then for each wait for body
- * bytes), apply the route's response edits and SetStatus, stream the body
- * back (Content-Length passed on, chunked or close-delimited bodies
+ * bytes), apply the route's response edits (resp_edits.c) and SetStatus, stream
+ * the body back (Content-Length passed on, chunked or close-delimited bodies
  * re-chunked), report outcomes to passive health, and give the connection
  * back to its pool.
  */
 #define _DEFAULT_SOURCE
-#define PCRE2_CODE_UNIT_WIDTH 8
 #include "proxy.h"
+#include "resp_edits.h"
 
 #include <netdb.h>
-#include <pcre2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -603,266 +602,10 @@ static int r_value(http_parser *p, const char *at, size_t len) {
     return q->rh.len > 256 * 1024 || q->rh.failed;
 }
 
-/* A response header list: names and values (with their lengths: not
- * NUL-ended) borrowed from the response head (q->rhs) or from the
- * request's response edits, which outlive it; a value made here
- * (RewriteResponseHeader) is owned. */
-typedef struct hv {
-    const char *n, *v;
-    char *owned; /* v when it was made here, else NULL */
-    uint32_t nl, vl;
-} hv;
-
-typedef struct hlist {
-    hv *a;
-    size_t n, cap;
-    hv local[32]; /* no allocation for the usual response */
-} hlist;
-
-static void hl_addn(hlist *l, const char *n, size_t nl, const char *v,
-                    size_t vl) {
-    if (l->n == l->cap) {
-        size_t cap = l->cap * 2;
-        hv *a = l->a == l->local ? malloc(cap * sizeof *a)
-                                 : realloc(l->a, cap * sizeof *a);
-        if (!a)
-            return;
-        if (l->a == l->local)
-            memcpy(a, l->local, l->n * sizeof *a);
-        l->a = a;
-        l->cap = cap;
-    }
-    l->a[l->n++] = (hv){n, v, NULL, (uint32_t)nl, (uint32_t)vl};
-}
-
-static void hl_add(hlist *l, const char *n, const char *v) {
-    hl_addn(l, n, strlen(n), v, strlen(v));
-}
-
-/* h's name is `name` (NUL-ended), ASCII case aside */
-static bool hv_is(const hv *h, const char *name) {
-    return strncasecmp(h->n, name, h->nl) == 0 && name[h->nl] == '\0';
-}
-
-static void hl_del(hlist *l, size_t i) {
-    free(l->a[i].owned);
-    memmove(&l->a[i], &l->a[i + 1], (l->n - i - 1) * sizeof *l->a);
-    l->n--;
-}
-
-static void hl_remove(hlist *l, const char *name) {
-    for (size_t i = l->n; i-- > 0;)
-        if (hv_is(&l->a[i], name))
-            hl_del(l, i);
-}
-
-/* Remove the values of name after position `at`. */
-static void hl_remove_after(hlist *l, const char *name, size_t at) {
-    for (size_t i = l->n; i-- > at + 1;)
-        if (hv_is(&l->a[i], name))
-            hl_del(l, i);
-}
-
-static bool hl_has(const hlist *l, const char *name) {
-    int c = name[0] | 0x20; /* first letters that differ: no call */
-    for (size_t i = 0; i < l->n; i++)
-        if ((l->a[i].n[0] | 0x20) == c && hv_is(&l->a[i], name))
-            return true;
-    return false;
-}
-
-static void hl_free(hlist *l) {
-    for (size_t i = 0; i < l->n; i++)
-        free(l->a[i].owned);
-    if (l->a != l->local)
-        free(l->a);
-}
-
-static void dedupe(hlist *l, const char *name, const char *strategy) {
-    size_t first = SIZE_MAX, last = SIZE_MAX;
-    for (size_t i = 0; i < l->n; i++)
-        if (hv_is(&l->a[i], name)) {
-            if (first == SIZE_MAX)
-                first = i;
-            last = i;
-        }
-    if (first == SIZE_MAX)
-        return;
-    if (strcasecmp(strategy, "RETAIN_LAST") == 0) {
-        for (size_t i = last; i-- > 0;)
-            if (hv_is(&l->a[i], name))
-                hl_del(l, i);
-    } else if (strcasecmp(strategy, "RETAIN_UNIQUE") == 0) {
-        for (size_t i = l->n; i-- > 0;) {
-            if (!hv_is(&l->a[i], name))
-                continue;
-            for (size_t j = 0; j < i; j++)
-                if (hv_is(&l->a[j], name) && l->a[j].vl == l->a[i].vl &&
-                    memcmp(l->a[j].v, l->a[i].v, l->a[i].vl) == 0) {
-                    hl_del(l, i);
-                    break;
-                }
-        }
-    } else { /* RETAIN_FIRST (default) */
-        for (size_t i = l->n; i-- > first + 1;)
-            if (hv_is(&l->a[i], name))
-                hl_del(l, i);
-    }
-}
-
-static void rewrite(hlist *l, const char *name, const char *regexp,
-                    const char *repl) {
-    int ec;
-    PCRE2_SIZE eo;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)regexp, PCRE2_ZERO_TERMINATED, 0,
-                                   &ec, &eo, NULL);
-    if (!re)
-        return;
-    pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
-    for (size_t i = 0; md && i < l->n; i++) {
-        if (!hv_is(&l->a[i], name))
-            continue;
-        char out[4096];
-        PCRE2_SIZE olen = sizeof out;
-        int rc = pcre2_substitute(re, (PCRE2_SPTR)l->a[i].v, l->a[i].vl, 0,
-                                  PCRE2_SUBSTITUTE_GLOBAL, md, NULL,
-                                  (PCRE2_SPTR)repl, PCRE2_ZERO_TERMINATED,
-                                  (PCRE2_UCHAR *)out, &olen);
-        if (rc >= 0) {
-            char *v = strndup(out, olen);
-            if (v) {
-                free(l->a[i].owned);
-                l->a[i].v = l->a[i].owned = v;
-                l->a[i].vl = (uint32_t)olen;
-            }
-        }
-    }
-    pcre2_match_data_free(md);
-    pcre2_code_free(re);
-}
-
-/* RewriteLocationResponseHeader, as SCG's: in the first value of the
- * location header, the host[:port] after one of `protocols`' schemes (and
- * a /vN segment after it, when the version is stripped) becomes hostValue
- * or the client's Host, when a '/' follows it. The version is stripped
- * always (ALWAYS_STRIP), never (NEVER_STRIP), or when the request's path
- * does not start with one (AS_IN_REQUEST). The header then has that one
- * value. */
-static void rewrite_location(hlist *l, const gw_resp_op *op,
-                             const gw_request *q) {
-    size_t at = SIZE_MAX;
-    for (size_t i = 0; i < l->n && at == SIZE_MAX; i++)
-        if (hv_is(&l->a[i], op->name))
-            at = i;
-    if (at == SIZE_MAX)
-        return;
-    sy_str path = q->sreq.path;
-    size_t d = 2;
-    while (d < path.len && path.ptr[d] >= '0' && path.ptr[d] <= '9')
-        d++;
-    bool versioned = path.len > 2 && path.ptr[0] == '/' && path.ptr[1] == 'v' &&
-                     d > 2 && d < path.len && path.ptr[d] == '/';
-    bool strip = strcmp(op->arg, "ALWAYS_STRIP") == 0 ||
-                 (strcmp(op->arg, "AS_IN_REQUEST") == 0 && !versioned);
-    gw_buf re = {0};
-    /* SCG's lookbehind (?<=^(?:protocols)://) varies in length, which
-     * PCRE2 does not take: the host is a named group instead */
-    gw_buf_printf(&re, "^(?:%s)://(?<gwhost>[^:/]+(?::\\d+)?%s)(?=/)",
-                  op->extra && op->extra[0] ? op->extra : "https?|ftps?",
-                  strip ? "(?:/v\\d+)?" : "");
-    int ec;
-    PCRE2_SIZE eo;
-    pcre2_code *code =
-        pcre2_compile((PCRE2_SPTR)re.p, re.len, 0, &ec, &eo, NULL);
-    gw_buf_free(&re);
-    pcre2_match_data *md =
-        code ? pcre2_match_data_create_from_pattern(code, NULL) : NULL;
-    const char *v = l->a[at].v;
-    size_t vl = l->a[at].vl;
-    if (md && pcre2_match(code, (PCRE2_SPTR)v, vl, 0, 0, md, NULL) > 0) {
-        PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
-        int g = pcre2_substring_number_from_name(code, (PCRE2_SPTR) "gwhost");
-        ov += 2 * (g > 0 ? g : 0);
-        const char *host = op->value[0] ? op->value : NULL;
-        size_t hlen = host ? strlen(host) : q->sreq.host.len;
-        gw_buf out = {0};
-        gw_buf_add(&out, v, ov[0]);
-        gw_buf_add(&out, host ? host : q->sreq.host.ptr, hlen);
-        gw_buf_add(&out, v + ov[1], vl - ov[1]);
-        char *fixed = out.p;
-        hl_remove_after(l, op->name, at);
-        free(l->a[at].owned);
-        l->a[at].v = l->a[at].owned = fixed;
-        l->a[at].vl = (uint32_t)out.len;
-    }
-    pcre2_match_data_free(md);
-    pcre2_code_free(code);
-}
-
-/* The response edits on l; `proxied`: an upstream's answer, which the
- * edits of routes that forwarded the request leave alone (gw_resp_op). */
-static void apply_ops(gw_request *q, hlist *l, bool proxied) {
-    const char *v = NULL; /* lines kept instead of edits (upstream_head.c) */
-    gw_request_pre_split(q);
-    for (const char *n = NULL; (n = gw_request_pre_next(q, n, &v)) != NULL;)
-        if (!hl_has(l, n))
-            hl_add(l, n, v);
-    for (size_t i = 0; i < q->nops; i++) {
-        gw_resp_op *op = &q->ops[i];
-        if (proxied && op->outer)
-            continue;
-        switch (op->kind) {
-        case SY_RESP_ADD: hl_add(l, op->name, op->value); break;
-        case SY_RESP_ADD_IF_ABSENT:
-            if (!hl_has(l, op->name))
-                hl_add(l, op->name, op->value);
-            break;
-        case SY_RESP_SET:
-            hl_remove(l, op->name);
-            hl_add(l, op->name, op->value);
-            break;
-        case SY_RESP_REMOVE: hl_remove(l, op->name); break;
-        case SY_RESP_DEDUPE: {
-            char *names = strdup(op->name), *save = NULL;
-            for (char *n = names ? strtok_r(names, " ", &save) : NULL; n;
-                 n = strtok_r(NULL, " ", &save))
-                dedupe(l, n, op->arg[0] ? op->arg : "RETAIN_FIRST");
-            free(names);
-            break;
-        }
-        case SY_RESP_REWRITE: rewrite(l, op->name, op->arg, op->value); break;
-        case SY_RESP_REWRITE_LOCATION: rewrite_location(l, op, q); break;
-        }
-    }
-}
-
-static void hl_init(hlist *l) {
-    l->a = l->local;
-    l->n = 0;
-    l->cap = sizeof l->local / sizeof *l->local;
-}
-
-static void hl_text(const hlist *l, gw_buf *out) {
-    for (size_t i = 0; i < l->n; i++) {
-        gw_buf_add(out, l->a[i].n, l->a[i].nl);
-        gw_buf_add(out, ": ", 2);
-        gw_buf_add(out, l->a[i].v, l->a[i].vl);
-        gw_buf_add(out, "\r\n", 2);
-    }
-}
-
-void gw_response_ops_text(gw_request *q, gw_buf *out) {
-    hlist l;
-    hl_init(&l);
-    apply_ops(q, &l, false);
-    hl_text(&l, out);
-    hl_free(&l);
-}
-
 /* True when the "Name: value\r\n" lines of pre are each added by
- * apply_ops, in their order: none is named as a response header (whose
+ * gw_apply_ops, in their order: none is named as a response header (whose
  * names' bits are `names`) or as a line before it. False when that cannot
- * be told from the names' bits: apply_ops then decides. */
+ * be told from the names' bits: gw_apply_ops then decides. */
 static bool pre_direct(const gw_request *q, uint64_t names) {
     if (q->pre_known == q->pre.len) /* its names' bits known, all different */
         return !(names & q->pre_bits);
@@ -977,7 +720,7 @@ static int r_headers_complete(http_parser *p) {
     }
     direct = direct && (raw || pre_direct(q, names));
     if (!direct && !raw)
-        apply_ops(q, &l, true);
+        gw_apply_ops(q, &l, true);
     char ccbuf[512];
     if (q->cache_cap) {    /* LocalResponseCache (cache.c) */
         gw_buf ccv = {0};  /* the first Cache-Control, NUL-ended */
@@ -1002,7 +745,7 @@ static int r_headers_complete(http_parser *p) {
             ccbuf, sizeof ccbuf);
         gw_buf_free(&vary);
         if (cc) { /* to be kept: sent with the route's max-age */
-            hl_remove(&l, "cache-control");
+            gw_hl_remove(&l, "cache-control");
             gw_buf kept = {0};
             hl_text(&l, &kept);
             gw_cache_head_text(q, kept.p, kept.len);

@@ -209,7 +209,7 @@ def body(procs, c):
         raw = f.readline()
     c.ok(re.match(r'\{"time":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z",'
                   r'"method":"GET",', raw) and
-         re.search(r',"status":200,.*,"bytes_in":0,"bytes":\d+,'
+         re.search(r',"status":200,.*,"bytes_in":0,"bytes":\d+,"cut":false,'
                    r'"duration_ms":\d+\.\d{3},"upstream_ms":\d+\.\d{3},'
                    r'"retries":0,"rate_limited":false,"fallback":false,', raw),
          "the line's time, numbers and durations as written: %r" % raw)

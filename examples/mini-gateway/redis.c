@@ -84,6 +84,9 @@
 #define GW_RCALL_SMALL 256      /* buf bytes of a call block kept for reuse */
 #define GW_RCALL_KEEP 256       /* call blocks kept per connection */
 #define GW_REDIS_AUTH_LOG_MS 60000 /* the same AUTH refusal logged again */
+/* (and the same connection failure: a Redis down is tried once a second
+ * a worker, logged at its first failure, then once a minute with the
+ * count, and when a connection is made again) */
 
 /* One request's call: KEYS[1], KEYS[2], ARGV[1..4], copied into buf. */
 struct gw_rcall {
@@ -142,6 +145,10 @@ typedef struct gw_redis {
     char auth_logged[128];   /* the last AUTH refusal logged */
     uint64_t auth_logged_ms; /* when */
     unsigned auth_unlogged;  /* refusals since, not logged */
+    char down_logged[192];   /* the last connection failure logged */
+    uint64_t down_logged_ms; /* when */
+    unsigned down_unlogged;  /* failures since, not logged */
+    unsigned down;           /* failures since the last connection */
 } gw_redis;
 
 /* What the workers' connections last heard of AUTH, for /status. */
@@ -373,6 +380,15 @@ static void on_script_loaded(redisAsyncContext *ac, void *reply, void *priv) {
     if (r && ac == r->ac && rep && rep->type == REDIS_REPLY_STRING &&
         !G.cfg.redis_password)
         auth_set(AUTH_NONE, NULL); /* (again, after a NOAUTH) */
+    if (r && ac == r->ac && rep && rep->type == REDIS_REPLY_STRING &&
+        r->down) { /* Redis answers again (a connect alone may not: a
+                    * stopped Redis's kernel still accepts) */
+        gw_log("redis: %s answers again, after %u failure(s)", G.cfg.redis,
+               r->down);
+        r->down = 0;
+        r->down_logged[0] = 0; /* the next outage's first line at once */
+        r->down_unlogged = 0;
+    }
     gw_script *s = r ? &r->scripts[priv != NULL] : NULL;
     if (s && rep && rep->type == REDIS_REPLY_STRING &&
         rep->len < sizeof s->sha) {
@@ -548,13 +564,34 @@ static void on_prepare(uv_prepare_t *h) {
 
 /* ---- the connection ---- */
 
+/* A connection refused or lost: counted; logged unless it is the one
+ * logged last, within the minute (then counted for the next line). */
+static void down_log(gw_redis *r, const char *why, const char *err) {
+    char msg[sizeof r->down_logged];
+    snprintf(msg, sizeof msg, "%s %s: %s", why, G.cfg.redis, err);
+    atomic_fetch_add(&r->w->metrics.redis_errors, 1);
+    r->down++;
+    uint64_t now = now_ms();
+    if (!strcmp(msg, r->down_logged) && r->down_logged_ms &&
+        now - r->down_logged_ms < GW_REDIS_AUTH_LOG_MS) {
+        r->down_unlogged++;
+        return;
+    }
+    if (r->down_unlogged && !strcmp(msg, r->down_logged))
+        gw_log("redis: %s (%u time(s) more since; rate limits fail open)", msg,
+               r->down_unlogged);
+    else
+        gw_log("redis: %s", msg);
+    snprintf(r->down_logged, sizeof r->down_logged, "%s", msg);
+    r->down_logged_ms = now;
+    r->down_unlogged = 0;
+}
+
 /* The connection is gone (hiredis frees it): opened again a second
  * later; `why` logged and counted unless it was closed on purpose. */
 static void gone(gw_redis *r, const redisAsyncContext *ac, const char *why) {
-    if (why) {
-        gw_log("redis: %s %s: %s", why, G.cfg.redis, ac->errstr);
-        atomic_fetch_add(&r->w->metrics.redis_errors, 1);
-    }
+    if (why)
+        down_log(r, why, ac->errstr);
     r->ac = NULL;
     r->connected = false;
     r->scripts[0].sha[0] = r->scripts[1].sha[0] = 0;
@@ -563,10 +600,11 @@ static void gone(gw_redis *r, const redisAsyncContext *ac, const char *why) {
 
 static void on_connect(const redisAsyncContext *ac, int status) {
     gw_redis *r = ac->data;
-    if (r && status != REDIS_OK)
+    if (r && status != REDIS_OK) {
         gone(r, ac, "cannot connect to");
-    else if (r)
-        r->connected = true;
+    } else if (r) {
+        r->connected = true; /* Redis answering: on_script_loaded */
+    }
 }
 
 static void on_disconnect(const redisAsyncContext *ac, int status) {
@@ -712,9 +750,8 @@ static bool redis_open(gw_redis *r) {
     if (!ac)
         return false;
     if (ac->err || rp_attach(ac, &r->w->loop)) {
-        gw_log("redis: cannot connect to %s: %s", G.cfg.redis,
-               ac->err ? ac->errstr : "out of memory");
-        atomic_fetch_add(&r->w->metrics.redis_errors, 1);
+        down_log(r, "cannot connect to",
+                 ac->err ? ac->errstr : "out of memory");
         redisAsyncFree(ac);
         return false;
     }
@@ -734,8 +771,7 @@ static bool redis_open(gw_redis *r) {
 static void redis_drop(gw_redis *r, const char *why) {
     if (!r->ac)
         return;
-    gw_log("redis: %s: closing the connection to %s", why, G.cfg.redis);
-    atomic_fetch_add(&r->w->metrics.redis_errors, 1);
+    down_log(r, "closing the connection to", why);
     redisAsyncContext *ac = r->ac;
     r->ac = NULL;
     r->connected = false;

@@ -819,13 +819,17 @@ static int r_message_complete(http_parser *p) {
  * follow the answer; with no request after it on u they answer nothing
  * (a body longer than its Content-Length): u is closed, never pooled,
  * where a later request would read them as its answer (nginx: "upstream
- * sent more data than specified"). */
-static bool response_complete(gw_upconn *u, size_t extra) {
+ * sent more data than specified"). Line ends alone are let be: some
+ * servers end an answer with one more CRLF, which http-parser skips
+ * before the next answer's status line. */
+static bool response_complete(gw_upconn *u, const char *rest, size_t extra) {
     u->in_body = false; /* what comes next sets the timer */
     gw_request *q = dequeue(u);
     /* r_message_complete paused the parser: fast.mid is its
      * !http_should_keep_alive */
     bool reusable = !u->fast.mid && (!q || q->msg_done);
+    while (extra && (rest[extra - 1] == '\r' || rest[extra - 1] == '\n'))
+        extra--;
     if (extra && u->npipe == 0) {
         gw_log("route %s: upstream sent %zu bytes after its answer (a body "
                "longer than its Content-Length?): connection closed",
@@ -966,7 +970,8 @@ static void up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
             resend_all(rest, n);
             gw_policy_redo(q);
         } else if (e == HPE_PAUSED) {
-            more = response_complete(u, nread > 0 ? len - off : 0);
+            more = response_complete(u, nread > 0 ? data + off : NULL,
+                                     nread > 0 ? len - off : 0);
             if (more) {
                 http_parser_pause(&u->p, 0);
                 u->got_bytes = off < len; /* of the next answer */

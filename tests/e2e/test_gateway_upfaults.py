@@ -68,6 +68,9 @@ class Upstream(h.RawUpstream):
                 elif path.startswith("/p/nm"):  # a 304 with its length
                     s.sendall(b"HTTP/1.1 304 Not Modified\r\nETag: \"e\"\r\n"
                               b"Content-Length: 1234\r\n\r\n")
+                elif path.startswith("/p/crlf"):  # one CRLF too many
+                    s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+                              b"\r\nok\r\n")
                 elif path.startswith("/p/die"):
                     return
                 elif path.startswith("/p/cut-cl"):  # 40 of 100, then gone
@@ -136,6 +139,17 @@ def body(procs, c):
          "the next request on a fresh connection (%r)" % seen)
     h.wait_for(lambda: "route p: upstream sent 42 bytes after its answer"
                in procs.log("gateway.log"), "the extra bytes logged")
+
+    # one CRLF after an answer (some servers' habit) is let be: the
+    # connection is kept, nothing logged
+    for path in ("/p/crlf", "/p/ok"):
+        st, _, b = gw.request("GET", path)
+        c.eq((st, b), (200, b"ok"), path)
+    seen = up.take()
+    c.eq(len({cid for cid, _ in seen}), 1,
+         "one connection after a trailing CRLF (%r)" % seen)
+    c.ok("bytes after its answer" not in procs.log("gateway.log")
+         .split("42 bytes after its answer")[1], "a CRLF not logged")
 
     # a 204 or a 304 with a Content-Length has no body: answered at once
     # (a 204 without the Content-Length, a 304 with it), and the next

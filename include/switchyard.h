@@ -994,9 +994,24 @@ SY_API void sy_router_free(sy_router *r);
 SY_API void sy_router_set_data(sy_router *r, void *data);
 SY_API void *sy_router_data(const sy_router *r);
 
-/* Register a named config source; registration order is the tie-break
- * order between sources. Writer side (serialized internally). */
+/* Register a named config source (at most 256 at a
+ * time: SY_ELIMIT beyond). Each source has a place; the order of places is
+ * the tie-break order between sources (and of sy_router_source_status).
+ * A new source takes the lowest place sy_router_remove_source freed, else
+ * the next one: without removals, registration order. Writer side
+ * (serialized internally). */
 SY_API int sy_router_add_source(sy_router *r, const char *name, sy_error *err);
+
+/* Remove a source that has no live routes (apply an empty document
+ * first): its status, history (its rollback versions) and loader go, and
+ * its place is free for a later sy_router_add_source. SY_EBUSY while it
+ * has live routes or a sy_router_notify of it runs (its loader), and
+ * SY_ENOTFOUND for an unknown name; nothing changes then. Snapshots
+ * acquired before keep naming the source (sy_snapshot_find_route); a
+ * change set staged for it fails at commit (unknown source). Writer side
+ * (serialized internally). */
+SY_API int sy_router_remove_source(sy_router *r, const char *name,
+                                   sy_error *err);
 
 /*
  * Apply a whole document for a source: parse, validate, skip if its version

@@ -239,8 +239,10 @@ int sy_router_add_source(sy_router *r, const char *name, sy_error *err) {
     if (sy__router_find_source(r, name)) {
         rc = sy__error_set(err, SY_EEXIST, "", "source '%s' already exists",
                            name);
-    } else if (r->source_count >= SY_MAX_SOURCES) {
-        rc = sy__error_set(err, SY_ELIMIT, "", "at most %d sources",
+    } else if (r->live_sources >= SY_MAX_SOURCES) {
+        rc = sy__error_set(err, SY_ELIMIT, "",
+                           "at most %d sources (sy_router_remove_source "
+                           "frees a place)",
                            SY_MAX_SOURCES);
     } else {
         /* sources never move: notify uses a source outside the lock */
@@ -251,10 +253,69 @@ int sy_router_add_source(sy_router *r, const char *name, sy_error *err) {
         if (!nm) {
             rc = sy__error_set(err, SY_ENOMEM, "", "out of memory");
         } else {
-            r->sources[r->source_count].name = nm;
-            r->source_names[r->source_count] = nm;
-            r->source_count++;
+            size_t i = 0; /* the lowest free place, else a new one */
+            while (i < r->source_count && r->sources[i].name)
+                i++;
+            r->sources[i].name = nm;
+            r->source_names[i] = nm;
+            if (i == r->source_count)
+                r->source_count++;
+            r->live_sources++;
         }
+    }
+    pthread_mutex_unlock(&r->lock);
+    return rc;
+}
+
+/* Live routes of source place si in the live snapshot. */
+static size_t source_routes(sy_router *r, uint32_t si) {
+    const sy_snapshot *cur = sy__router_current(r);
+    size_t n = 0;
+    for (uint32_t i = 0; i < cur->slot_count; i++) {
+        const sy__slot *sl = sy__snapshot_slot(cur, i);
+        n += sl->route && sl->source == si;
+    }
+    return n;
+}
+
+int sy_router_remove_source(sy_router *r, const char *name, sy_error *err) {
+    if (!r)
+        return sy__error_set(err, SY_EINVAL, "", "router is NULL");
+    if (!name || !*name)
+        return sy__error_set(err, SY_EINVAL, "", "source name is empty");
+    int rc = writer_enter(r, err);
+    if (rc)
+        return rc;
+    sy__source *s = sy__router_find_source(r, name);
+    uint32_t si = s ? (uint32_t)(s - r->sources) : 0;
+    size_t live = s ? source_routes(r, si) : 0;
+    if (!s) {
+        rc = sy__error_set(err, SY_ENOTFOUND, "", "unknown source '%s'", name);
+    } else if (live) {
+        rc = sy__error_set(err, SY_EBUSY, "",
+                           "source '%s' has %zu live routes (apply an empty "
+                           "document or remove them first)",
+                           name, live);
+    } else if (atomic_load_explicit(&s->users, memory_order_acquire)) {
+        rc = sy__error_set(err, SY_EBUSY, "",
+                           "source '%s' is in use by a notify (its loader "
+                           "runs); remove it after that returns",
+                           name);
+    } else {
+        /* nothing names place si any more: no live route (older
+         * snapshots have their own copy of its name), no notify (users
+         * is taken under the lock), no running commit (the lock) */
+        free_history(r, s);
+        sy__free(&r->alloc, s->name);
+        sy__free(&r->alloc, s->version);
+        memset(s, 0, sizeof *s);
+        r->source_names[si] = NULL;
+        r->live_sources--;
+        while (r->source_count && !r->sources[r->source_count - 1].name)
+            r->source_count--;
+        /* (the status memo of this generation says 0 routes for place
+         * si: right for a source added there next, too) */
+        sy__router_log(r, SY_LOG_INFO, "source %s removed", name);
     }
     pthread_mutex_unlock(&r->lock);
     return rc;
@@ -463,25 +524,12 @@ static int load_and_apply(sy_router *r, sy__source *src, sy_error *err) {
     return rc;
 }
 
-int sy_router_notify(sy_router *r, const char *name, sy_error *err) {
-    if (!r)
-        return sy__error_set(err, SY_EINVAL, "", "router is NULL");
-    int rc = no_name(name, "source name", err);
-    if (rc || (rc = writer_enter(r, err)))
-        return rc;
-    sy__source *src = sy__router_find_source(r, name);
-    bool has_loader = src && src->load;
-    pthread_mutex_unlock(&r->lock);
-    if (!src)
-        return sy__error_set(err, SY_ENOTFOUND, "", "unknown source '%s'",
-                             name);
-    if (!has_loader)
-        return sy__error_set(err, SY_EINVAL, "", "source '%s' has no loader",
-                             name);
+/* The notify of a source that has a loader (src->users held). */
+static int notify_run(sy_router *r, sy__source *src, sy_error *err) {
+    int rc = SY_OK;
     /* Mark dirty; whoever holds `running` keeps applying until clean. A
      * notification arriving during an apply costs one more apply, not one
      * per notification. */
-    rc = SY_OK;
     atomic_store_explicit(&src->dirty, 1, memory_order_release);
     while (atomic_load_explicit(&src->dirty, memory_order_acquire)) {
         if (atomic_exchange_explicit(&src->running, 1, memory_order_acq_rel))
@@ -490,6 +538,28 @@ int sy_router_notify(sy_router *r, const char *name, sy_error *err) {
             rc = load_and_apply(r, src, err);
         atomic_store_explicit(&src->running, 0, memory_order_release);
     }
+    return rc;
+}
+
+int sy_router_notify(sy_router *r, const char *name, sy_error *err) {
+    if (!r)
+        return sy__error_set(err, SY_EINVAL, "", "router is NULL");
+    int rc = no_name(name, "source name", err);
+    if (rc || (rc = writer_enter(r, err)))
+        return rc;
+    sy__source *src = sy__router_find_source(r, name);
+    bool has_loader = src && src->load;
+    if (has_loader) /* holds the place until this call returns */
+        atomic_fetch_add_explicit(&src->users, 1, memory_order_acq_rel);
+    pthread_mutex_unlock(&r->lock);
+    if (!src)
+        return sy__error_set(err, SY_ENOTFOUND, "", "unknown source '%s'",
+                             name);
+    if (!has_loader)
+        return sy__error_set(err, SY_EINVAL, "", "source '%s' has no loader",
+                             name);
+    rc = notify_run(r, src, err);
+    atomic_fetch_sub_explicit(&src->users, 1, memory_order_acq_rel);
     return rc;
 }
 

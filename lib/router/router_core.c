@@ -87,7 +87,7 @@ int64_t sy__router_now_ms(sy_router *r) {
 
 sy__source *sy__router_find_source(sy_router *r, const char *name) {
     for (size_t i = 0; name && i < r->source_count; i++)
-        if (strcmp(r->sources[i].name, name) == 0)
+        if (r->sources[i].name && strcmp(r->sources[i].name, name) == 0)
             return &r->sources[i];
     return NULL;
 }

@@ -54,6 +54,9 @@ typedef struct sy__source {
     void *load_data;
     _Atomic int dirty;
     _Atomic int running;
+    /* notify calls using the source outside the lock (taken under it):
+     * sy_router_remove_source refuses while any runs */
+    _Atomic int users;
     /* status (sy_router_source_status) */
     int64_t last_apply_ms;
     int last_result;
@@ -83,8 +86,15 @@ struct sy_router {
     sy_router_options opts;
     sy_parse_options popts;
     pthread_mutex_t lock;
-    sy__source *sources; /* fixed array of SY_MAX_SOURCES: never moves */
+    /* fixed array of SY_MAX_SOURCES: never moves. A place whose name is
+     * NULL is free (sy_router_remove_source): the lowest free place is
+     * taken by the next add. source_count is one past the last place in
+     * use; live_sources counts the places in use. A snapshot copies the
+     * names (a NULL for a free place), so a place taken again is never
+     * read under its old name by a reader of an older snapshot. */
+    sy__source *sources;
     size_t source_count;
+    size_t live_sources;
     const char *source_names[SY_MAX_SOURCES];
     sy__pub *pub;
     struct sy_route *defaults;

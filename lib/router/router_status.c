@@ -54,7 +54,7 @@ size_t sy_router_source_count(sy_router *r) {
     if (!r)
         return 0;
     bool locked = sy__router_lock_for_read(r);
-    size_t n = r->source_count;
+    size_t n = r->live_sources;
     unlock_if(r, locked);
     return n;
 }
@@ -89,14 +89,14 @@ static void source_fingerprints(const sy_snapshot *s,
 }
 
 /*
- * Fill the fingerprint and route count of st[k] for sources first ..
- * first + n - 1 from the router's memo of the live snapshot, worked out
+ * Fill the fingerprint and route count of st[k] for the source at place
+ * place[k] (k < n) from the router's memo of the live snapshot, worked out
  * only when the snapshot changed since the last status: a host that polls
  * its sources' status (an admin page, a fleet's convergence check) pays
  * one pass over the routes per publish, not one per call and source.
  * Without memory for the memo, a pass per call. Under the lock.
  */
-static void source_status_fill(sy_router *r, uint32_t first,
+static void source_status_fill(sy_router *r, const uint32_t *place,
                                sy_source_status *st, size_t n) {
     const sy_snapshot *cur = sy__router_current(r);
     struct sy__source_memo local[SY_MAX_SOURCES];
@@ -113,8 +113,8 @@ static void source_status_fill(sy_router *r, uint32_t first,
         r->status_gen = cur->generation;
     }
     for (size_t k = 0; k < n; k++) {
-        st[k].fingerprint = m[first + k].fingerprint;
-        st[k].routes = m[first + k].routes;
+        st[k].fingerprint = m[place[k]].fingerprint;
+        st[k].routes = m[place[k]].routes;
     }
 }
 
@@ -144,19 +144,28 @@ static void status_locked(sy_router *r, size_t i, sy_source_status *out) {
     out->failed_count = s->failed_count;
 }
 
+/* The place of the i-th source in use (place order), or UINT32_MAX. */
+static uint32_t place_of(const sy_router *r, size_t i) {
+    for (uint32_t p = 0; p < r->source_count; p++)
+        if (r->sources[p].name && i-- == 0)
+            return p;
+    return UINT32_MAX;
+}
+
 int sy_router_source_status(sy_router *r, size_t i, sy_source_status *out,
                             sy_error *err) {
     if (!r || !out)
         return sy__error_set(err, SY_EINVAL, "", "router or out is NULL");
     bool locked = sy__router_lock_for_read(r);
     int rc = SY_OK;
-    if (i >= r->source_count)
+    uint32_t p = place_of(r, i);
+    if (p == UINT32_MAX)
         rc = sy__error_set(err, SY_ENOTFOUND, "",
                            "no source %zu (the router has %zu)", i,
-                           r->source_count);
+                           r->live_sources);
     else {
-        status_locked(r, i, out);
-        source_status_fill(r, (uint32_t)i, out, 1);
+        status_locked(r, p, out);
+        source_status_fill(r, &p, out, 1);
     }
     unlock_if(r, locked);
     return rc;
@@ -243,12 +252,17 @@ int sy_router_metrics_text(sy_router *r, char *buf, size_t cap, size_t *len,
     sy_metrics m;
     bool locked = sy__router_lock_for_read(r);
     metrics_locked(r, &m);
-    size_t n = r->source_count;
+    size_t n = r->live_sources;
     sy_source_status *st = sy__malloc(&r->alloc, (n ? n : 1) * sizeof *st);
+    uint32_t place[SY_MAX_SOURCES];
     if (st) {
+        size_t k = 0; /* the places in use, in place order */
+        for (uint32_t p = 0; p < r->source_count; p++)
+            if (r->sources[p].name)
+                place[k++] = p;
         for (size_t i = 0; i < n; i++)
-            status_locked(r, i, &st[i]);
-        source_status_fill(r, 0, st, n);
+            status_locked(r, place[i], &st[i]);
+        source_status_fill(r, place, st, n);
     }
     unlock_if(r, locked);
     if (!st)

@@ -72,7 +72,8 @@ typedef enum sy_code {
     SY_EPATTERN = -14,    /* a path or host pattern does not compile */
     SY_ENOTFOUND = -15,   /* no such source, route, service or version */
     SY_EEXIST = -16,      /* already exists (e.g. a source name) */
-    SY_EBUSY = -17,       /* too many retired snapshots still held */
+    SY_EBUSY = -17,       /* too many retired snapshots still held, or a
+                             source to remove still in use */
     SY_ENOINSTANCE = -18, /* no instance is eligible for this request */
     SY_ECALLBACK = -19,   /* a host callback reported failure */
     SY_EINVALIDDOC = -20, /* lenient apply: no route of the document is valid */

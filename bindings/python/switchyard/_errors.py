@@ -159,7 +159,8 @@ class ExistsError(SwitchyardError):
 
 
 class BusyError(SwitchyardError):
-    """SY_EBUSY: too many retired snapshots are still held."""
+    """SY_EBUSY: too many retired snapshots are still held, or a source
+    to remove is still in use (live routes, a running notify)."""
     default_code = -17
 
 

@@ -258,10 +258,23 @@ class Router:
     # -- sources and documents --------------------------------------------
 
     def add_source(self, name: str) -> None:
-        """Register a config source; registration order breaks rank ties."""
+        """Register a config source (at most 256 at a time); the order of
+        places breaks rank ties: a new source takes the lowest place a
+        removed one freed, else the next (without removals, registration
+        order)."""
         err = new_error()
         with self._owner.use() as p, trap():
             check(lib.sy_router_add_source(p, cstr(name), err), err)
+
+    def remove_source(self, name: str) -> None:
+        """Remove a source that has no live routes (apply ``[]`` first):
+        its status, rollback history and loader go, and its place is free
+        for a later :meth:`add_source`. :class:`BusyError` while it has
+        live routes or a notify of it runs, :class:`NotFoundError` for an
+        unknown name; nothing changes then."""
+        err = new_error()
+        with self._owner.use() as p, trap():
+            check(lib.sy_router_remove_source(p, cstr(name), err), err)
 
     def apply(self, source: str, document: DocumentLike) -> Report:
         """Apply a whole document for a source and publish it.

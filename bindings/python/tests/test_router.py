@@ -565,3 +565,23 @@ def test_on_retired_held_and_retired_warn_ms_go_together():
         r.reclaim()
         snap.release()
     assert calls and calls[0][0] == 1 and calls[0][1] >= 1
+
+
+def test_remove_source_frees_its_place_and_refuses_live_routes(router):
+    router.apply("main", json.dumps(doc(1, route("a", "/a"))))
+    with pytest.raises(sy.BusyError) as info:
+        router.remove_source("main")
+    assert "'main' has 1 live routes" in str(info.value)
+    assert [s.name for s in router.source_status()] == ["main"]
+    router.apply("main", [])
+    router.remove_source("main")
+    assert router.source_status() == []
+    with pytest.raises(sy.NotFoundError):
+        router.remove_source("main")
+    for i in range(256):
+        router.add_source("t%d" % i)
+    with pytest.raises(sy.LimitError):
+        router.add_source("t256")
+    router.remove_source("t9")
+    router.add_source("t256")
+    assert len(router.source_status()) == 256

@@ -254,10 +254,14 @@ static bool stage_instance(gw_etcd *e, etcd_change *c) {
 /* The router's index of a source (registration order), cached. */
 size_t etcd_lib_source_index(gw_etcd *e, source_rec *s) {
     size_t n = sy_router_source_count(e->router);
-    if (s->lib_index < n)
+    sy_source_status st;
+    /* the index found last, if it still names the source: a removed
+     * source (sy_router_remove_source) moves the ones after it */
+    if (s->lib_index < n &&
+        sy_router_source_status(e->router, s->lib_index, &st, NULL) == 0 &&
+        strcmp(st.name, s->name) == 0)
         return s->lib_index;
     for (size_t i = 0; i < n; i++) {
-        sy_source_status st;
         if (sy_router_source_status(e->router, i, &st, NULL) == 0 &&
             strcmp(st.name, s->name) == 0)
             return s->lib_index = i;
@@ -282,6 +286,7 @@ static source_rec *source_for(gw_etcd *e, etcd_change *c, sy_error *why) {
         return NULL;
     s->lib_index = SIZE_MAX;
     s->registered = !rc || rc == SY_EEXIST;
+    s->owned = !rc;
     if (!s->registered)
         *why = err;
     return s;
@@ -487,6 +492,24 @@ static attempt commit_attempt(gw_etcd *e, staged_list *sl) {
     return DROPPED_ONE;
 }
 
+/* A deleted key's source, emptied by the commit, leaves the router: its
+ * place is free for another (the router holds at most 256). Should it
+ * still have routes (put there by another way than etcd), it stays. */
+static void forget_source(gw_etcd *e, source_rec *s) {
+    sy_error err;
+    if (!s->registered || !s->owned || s->present)
+        return;
+    if (sy_router_remove_source(e->router, s->name, &err)) {
+        etcd_log(e, GW_ETCD_LOG_WARN, "source %s kept: %s", s->name,
+                 err.message);
+        return;
+    }
+    s->registered = false;
+    s->lib_index = SIZE_MAX;
+    etcd_log(e, GW_ETCD_LOG_INFO, "source %s removed (its key %s deleted)",
+             s->name, s->key);
+}
+
 /* Phase 4: per-source outcome, in staging order (the last attempt wins);
  * the staged list freed. */
 static void record_outcomes(gw_etcd *e, staged_list *sl, bool committed) {
@@ -504,6 +527,8 @@ static void record_outcomes(gw_etcd *e, staged_list *sl, bool committed) {
             continue;
         }
         set_str(&s->error, NULL);
+        if (st->c->del)
+            forget_source(e, s);
         /* version and checksum are read from the router when asked
          * (refresh_source_locked): its source status walks the source's
          * routes, which need not delay the next etcd_change */

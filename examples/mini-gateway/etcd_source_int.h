@@ -32,6 +32,8 @@ typedef struct source_rec {
     bool seen;         /* listed by the full read being diffed */
     bool registered;   /* the router has the source (it holds at most 256:
                           the changes of one it refused are refused) */
+    bool owned;        /* registered by the etcd source itself (not a
+                          route file's): removed when its key is deleted */
 } source_rec;
 
 /* One instance: PREFIX instances/<service>/<id>. */

@@ -309,7 +309,7 @@ int sy_router_remove_source(sy_router *r, const char *name, sy_error *err) {
         sy__free(&r->alloc, s->name);
         sy__free(&r->alloc, s->version);
         memset(s, 0, sizeof *s);
-        r->source_names[si] = NULL;
+        r->source_names[si] = ""; /* (snapshots copy it; no route names it) */
         r->live_sources--;
         while (r->source_count && !r->sources[r->source_count - 1].name)
             r->source_count--;

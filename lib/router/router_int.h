@@ -90,7 +90,7 @@ struct sy_router {
      * NULL is free (sy_router_remove_source): the lowest free place is
      * taken by the next add. source_count is one past the last place in
      * use; live_sources counts the places in use. A snapshot copies the
-     * names (a NULL for a free place), so a place taken again is never
+     * names ("" for a free place), so a place taken again is never
      * read under its old name by a reader of an older snapshot. */
     sy__source *sources;
     size_t source_count;

@@ -352,9 +352,8 @@ static int copy_config(sy_snapshot *s, const sy_snapshot *base,
     s->sources = sy__calloc(a, cfg->source_count + 1, sizeof *s->sources);
     if (!s->sources)
         return SY_ENOMEM;
-    for (size_t i = 0; i < cfg->source_count; i++) /* NULL: a free place */
-        if (cfg->sources[i] &&
-            !(s->sources[i] = sy__strdup(a, cfg->sources[i])))
+    for (size_t i = 0; i < cfg->source_count; i++)
+        if (!(s->sources[i] = sy__strdup(a, cfg->sources[i])))
             return SY_ENOMEM;
     struct sy__service *const *svc =
         cfg->replace_services ? cfg->services : (base ? base->services : NULL);

@@ -269,8 +269,39 @@ size_t etcd_lib_source_index(gw_etcd *e, source_rec *s) {
     return SIZE_MAX;
 }
 
+/* The router is full (it holds at most 256 sources): the sources whose
+ * keys were deleted (emptied by an earlier commit) leave it, so that a
+ * new one fits. Only then: while there is room a deleted source keeps
+ * its place (sources of equal order rank by place, and a gateway that
+ * watched a removal and one started later would place a new source
+ * differently: a fleet agrees until the router is full). Sources the
+ * etcd source did not register (a route file's) stay. True: one left. */
+static bool make_room(gw_etcd *e) {
+    bool freed = false;
+    for (size_t i = 0; i < e->src_n; i++) {
+        source_rec *s = &e->src[i];
+        sy_error err;
+        if (!s->registered || !s->owned || s->present)
+            continue;
+        if (sy_router_remove_source(e->router, s->name, &err)) {
+            etcd_log(e, GW_ETCD_LOG_WARN, "source %s kept: %s", s->name,
+                     err.message);
+            continue;
+        }
+        s->registered = false;
+        s->lib_index = SIZE_MAX;
+        freed = true;
+        etcd_log(e, GW_ETCD_LOG_INFO,
+                 "source %s removed (its key %s was deleted; room for "
+                 "another)",
+                 s->name, s->key);
+    }
+    return freed;
+}
+
 /* The source's record, registering it with the router on first sight.
- * A source the router refuses (it holds at most 256) gets a record all
+ * A source the router refuses (it holds at most 256, make_room tried)
+ * gets a record all
  * the same, unregistered, with the refusal in *why: its changes are
  * refused with that error and the others go on. NULL: out of memory. */
 static source_rec *source_for(gw_etcd *e, etcd_change *c, sy_error *why) {
@@ -280,6 +311,8 @@ static source_rec *source_for(gw_etcd *e, etcd_change *c, sy_error *why) {
         return s;
     sy_error err;
     int rc = sy_router_add_source(e->router, c->name, &err);
+    if (rc == SY_ELIMIT && make_room(e))
+        rc = sy_router_add_source(e->router, c->name, &err);
     if (rc == SY_ENOMEM)
         return NULL;
     if (!s && !(s = add_source(e, c->name, c->key)))
@@ -492,24 +525,6 @@ static attempt commit_attempt(gw_etcd *e, staged_list *sl) {
     return DROPPED_ONE;
 }
 
-/* A deleted key's source, emptied by the commit, leaves the router: its
- * place is free for another (the router holds at most 256). Should it
- * still have routes (put there by another way than etcd), it stays. */
-static void forget_source(gw_etcd *e, source_rec *s) {
-    sy_error err;
-    if (!s->registered || !s->owned || s->present)
-        return;
-    if (sy_router_remove_source(e->router, s->name, &err)) {
-        etcd_log(e, GW_ETCD_LOG_WARN, "source %s kept: %s", s->name,
-                 err.message);
-        return;
-    }
-    s->registered = false;
-    s->lib_index = SIZE_MAX;
-    etcd_log(e, GW_ETCD_LOG_INFO, "source %s removed (its key %s deleted)",
-             s->name, s->key);
-}
-
 /* Phase 4: per-source outcome, in staging order (the last attempt wins);
  * the staged list freed. */
 static void record_outcomes(gw_etcd *e, staged_list *sl, bool committed) {
@@ -527,8 +542,6 @@ static void record_outcomes(gw_etcd *e, staged_list *sl, bool committed) {
             continue;
         }
         set_str(&s->error, NULL);
-        if (st->c->del)
-            forget_source(e, s);
         /* version and checksum are read from the router when asked
          * (refresh_source_locked): its source status walks the source's
          * routes, which need not delay the next etcd_change */

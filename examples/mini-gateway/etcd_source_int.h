@@ -33,7 +33,8 @@ typedef struct source_rec {
     bool registered;   /* the router has the source (it holds at most 256:
                           the changes of one it refused are refused) */
     bool owned;        /* registered by the etcd source itself (not a
-                          route file's): removed when its key is deleted */
+                          route file's): removed after its key's deletion
+                          when the router is full (make_room) */
 } source_rec;
 
 /* One instance: PREFIX instances/<service>/<id>. */

@@ -118,10 +118,10 @@ SY_API const char *sy_strerror(int code);
  * NULL never. Hooks may be called from the writer thread and from the thread
  * that creates a match context; never from the hot path after warm-up. Two
  * lazy builds may call them from any reader thread, once per object: the
- * first sy_route_canonical() of a route, and the first hash-policy pick of
- * a service version (its consistent-hash ring). Hooks must therefore be
- * thread-safe when either is used off the writer thread. On x86-64 a
- * block must lie below 2^48 (any allocator that maps without asking the
+ * first sy_route_canonical() of a route, and the first round-robin pick
+ * of a service group of several weights (its smooth cycle). Hooks must
+ * therefore be thread-safe when either is used off the writer thread. On x86-64
+ * a block must lie below 2^48 (any allocator that maps without asking the
  * kernel for a higher address does; the index packs a route's details
  * into its pointer's top 16 bits): a route block above it is refused as
  * out of memory.
@@ -630,6 +630,12 @@ SY_API int sy_snapshot_instance_health(const sy_snapshot *s, size_t service,
  * model). Returns 0 and fills out; SY_ENOINSTANCE when nothing is eligible
  * (err->message says why: unknown service, all down, no such version);
  * SY_EINVAL when the route is not an lb:// route. Lock-free, no allocation.
+ * Every policy follows the instances' weights (1..2^32-1): round robin
+ * exactly per cycle, random and hash (weighted rendezvous hashing: a
+ * key's instance depends on the key and on each candidate's id and
+ * weight; an instance added or removed moves only its own keys) within
+ * sampling error. The hash pick is O(candidates) per request
+ * (docs/gray-release.md).
  */
 SY_API int sy_snapshot_select(const sy_snapshot *s, sy_match_ctx *ctx,
                               const sy_match *m, const sy_request *req,

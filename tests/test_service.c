@@ -5,6 +5,7 @@
 #include "switchyard.h"
 #include "testutil.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -652,8 +653,7 @@ START_TEST(hash_removing_one_of_ten_moves_only_its_keys) {
 }
 END_TEST
 
-/* Rings of 4,096 points or more are sorted by radix: the same guarantees
- * must hold there (300 instances, 32 points per unit of weight). */
+/* A large group (300 instances): the same guarantees. */
 static sy__service *many(int skip) {
     static char ids[300][8];
     spec sp[300];
@@ -666,7 +666,7 @@ static sy__service *many(int skip) {
     return mk(sp, n);
 }
 
-START_TEST(hash_on_a_large_ring_moves_only_the_removed_instance_keys) {
+START_TEST(hash_in_a_large_group_moves_only_the_removed_instance_keys) {
     sy__service *full = many(-1), *less = many(123);
     int moved = 0;
     for (int k = 0; k < 20000; k++) {
@@ -682,6 +682,82 @@ START_TEST(hash_on_a_large_ring_moves_only_the_removed_instance_keys) {
     ck_assert_int_gt(moved, 0);
     sy__service_unref(full);
     sy__service_unref(less);
+}
+END_TEST
+
+/* Keys user-0 .. user-(keys-1) over instances w0, w1, ... of weights w[]:
+ * each instance's count is within 5 binomial standard deviations of its
+ * weight's share (the documented tolerance of SY_LB_HASH). */
+static void hash_shares_follow(const uint32_t *w, size_t n, int keys) {
+    static const char *const ids[] = {"w0", "w1", "w2", "w3"};
+    spec sp[4];
+    double W = 0;
+    for (size_t i = 0; i < n; i++) {
+        sp[i] = (spec){.id = ids[i], .weight = w[i]};
+        W += w[i];
+    }
+    sy__service *s = mk(sp, n);
+    int got[4] = {0};
+    for (int k = 0; k < keys; k++)
+        got[atoi(hash_pick(s, k) + 1)]++;
+    for (size_t i = 0; i < n; i++) {
+        double p = w[i] / W, want = keys * p;
+        double sd = sqrt(keys * p * (1 - p));
+        ck_assert_msg(fabs(got[i] - want) <= 5 * sd,
+                      "w%zu (weight %u): %d keys of %d, want %.1f +- %.1f", i,
+                      w[i], got[i], keys, want, 5 * sd);
+    }
+    sy__service_unref(s);
+}
+
+START_TEST(hash_shares_follow_equal_weights) {
+    hash_shares_follow((const uint32_t[]){1, 1, 1, 1}, 4, 20000);
+}
+END_TEST
+
+START_TEST(hash_shares_follow_weights_1_2_7) {
+    hash_shares_follow((const uint32_t[]){1, 2, 7}, 3, 20000);
+}
+END_TEST
+
+START_TEST(hash_shares_follow_weights_1_1000_past_any_cap) {
+    hash_shares_follow((const uint32_t[]){1, 1000}, 2, 200000);
+    hash_shares_follow((const uint32_t[]){3, 4000000000u, 1}, 3, 200000);
+}
+END_TEST
+
+/* Raising one instance's weight moves keys only to it; lowering it moves
+ * keys only away from it. */
+START_TEST(hash_weight_change_moves_keys_only_to_or_from_that_instance) {
+    spec sp[5] = {{.id = "a", .weight = 1},
+                  {.id = "b", .weight = 2},
+                  {.id = "c", .weight = 3},
+                  {.id = "d", .weight = 1},
+                  {.id = "e", .weight = 5}};
+    sy__service *before = mk(sp, 5);
+    sp[2].weight = 9;
+    sy__service *after = mk(sp, 5);
+    int moved = 0;
+    for (int k = 0; k < 20000; k++) {
+        const char *x = hash_pick(before, k), *y = hash_pick(after, k);
+        if (strcmp(x, y) != 0) {
+            ck_assert_str_eq(y, "c"); /* heavier: keys only come to c */
+            moved++;
+        }
+        ck_assert_str_eq(hash_pick(after, k), y);
+    }
+    ck_assert_int_gt(moved, 0);
+    moved = 0;
+    for (int k = 0; k < 20000; k++) {
+        const char *x = hash_pick(after, k), *y = hash_pick(before, k);
+        if (strcmp(x, y) != 0) {
+            ck_assert_str_eq(x, "c"); /* lighter: keys only leave c */
+            moved++;
+        }
+    }
+    ck_assert_int_gt(moved, 0);
+    sy__service_unref(before);
+    sy__service_unref(after);
 }
 END_TEST
 
@@ -702,8 +778,8 @@ START_TEST(hash_adding_one_moves_only_keys_to_it) {
 END_TEST
 
 START_TEST(hash_within_a_zone_is_stable_when_another_zone_changes) {
-    /* Zone groups: a dense one (shares the service ring) and a sparse one
-     * (its own ring); both keep their keys when an outsider leaves. */
+    /* Zone groups, a big one and a small one: both keep their keys when
+     * an outsider leaves. */
     enum { N = 40 };
     char ids[N][16];
     spec sp[N];
@@ -1217,10 +1293,9 @@ START_TEST(build_and_deltas_fail_cleanly_at_every_allocation) {
 }
 END_TEST
 
-/* ---- when hash rings are built ---- */
+/* ---- what a pick builds ---- */
 
-/* 60 instances over zones z0 (30, dense: shares the service ring), z1 (20)
- * and z2 (10, sparse: a ring of its own), weights 1..4; instance
+/* 60 instances over zones z0 (30), z1 (20) and z2 (10), weights 1..4; instance
  * `heavier` (if >= 0) gets weight 9. Built with allocator `a`. */
 static sy__service *zoned(const sy__alloc *a, int heavier) {
     static char ids[60][8];
@@ -1255,22 +1330,7 @@ static const char *zone_hash_pick(const sy__service *s, const char *z, int k) {
 
 static const char *const ZONES[] = {"", "z0", "z1", "z2"};
 
-/* s and t pick the same instance for `keys` keys in every zone. */
-static void same_hash_picks(const sy__service *s, const sy__service *t,
-                            int keys) {
-    for (size_t z = 0; z < 4; z++)
-        for (int k = 0; k < keys; k++) {
-            char a[16];
-            snprintf(a, sizeof a, "%s", zone_hash_pick(s, ZONES[z], k));
-            ck_assert_str_eq(a, zone_hash_pick(t, ZONES[z], k));
-        }
-}
-
-static void assert_same_hash_picks(const sy__service *s, const sy__service *t) {
-    same_hash_picks(s, t, 2000);
-}
-
-START_TEST(no_ring_is_built_for_a_service_no_hash_pick_used) {
+START_TEST(nothing_is_built_for_a_service_no_pick_used) {
     fail_state f = {.budget = -1};
     sy_allocator user = {fail_malloc, fail_realloc, fail_free, &f};
     sy__alloc a;
@@ -1296,16 +1356,13 @@ START_TEST(no_ring_is_built_for_a_service_no_hash_pick_used) {
     before = f.calls;
     sy__service_inherit_rr(v2, v1);
     /* v1's cycle was used: v2's is made by the writer, the same work; v1
-     * had no ring: v2 builds none */
+     * had no other state built: v2 builds none */
     ck_assert_int_eq(f.calls - before, cycle);
     before = f.calls;
     for (int i = 0; i < 100; i++)
         pick(v2, &rr);
     ck_assert_int_eq(f.calls, before); /* no reader builds v2's cycle */
-    /* a first hash pick builds its group's ring; later ones reuse it */
-    before = f.calls;
-    zone_hash_pick(v2, "z2", 1);
-    ck_assert_int_gt(f.calls, before);
+    /* a hash pick needs nothing built: it allocates nothing */
     before = f.calls;
     for (int k = 0; k < 100; k++)
         zone_hash_pick(v2, "z2", k);
@@ -1344,208 +1401,6 @@ START_TEST(round_robin_cycle_is_made_by_the_first_pick_or_skipped) {
     for (int i = 30; i < 50; i++)
         ck_assert_int_eq(seen[i], i % 4 + 1);
     sy__service_unref(s);
-}
-END_TEST
-
-START_TEST(an_update_hands_rings_on_shared_or_rebuilt_by_the_writer) {
-    fail_state f = {.budget = -1};
-    sy_allocator user = {fail_malloc, fail_realloc, fail_free, &f};
-    sy__alloc a;
-    sy__alloc_init(&a, &user);
-    sy__service *v1 = zoned(&a, -1);
-    for (size_t z = 0; z < 4; z++) /* every group gets its ring */
-        zone_hash_pick(v1, ZONES[z], 0);
-    /* the same list again: every ring is shared, nothing is built */
-    sy__service *same = zoned(&a, -1);
-    long before = f.calls;
-    sy__service_inherit_rr(same, v1);
-    ck_assert_int_eq(f.calls, before);
-    assert_same_hash_picks(same, v1);
-    ck_assert_int_eq(f.calls, before); /* readers built nothing either */
-    /* one weight changes (n7, in z0): the writer rebuilds what changed,
-     * and readers of every group used before build nothing */
-    sy_instance_delta d = {.op = SY_INSTANCE_WEIGHT,
-                           .instance = {.id = "n7", .weight = 9}};
-    sy__service *v2 = NULL;
-    sy_error err;
-    ck_assert_int_eq(sy__service_apply_deltas(v1, &d, 1, &v2, &err), 0);
-    sy__service *fresh = zoned(&a, 7); /* the same list, built from scratch */
-    before = f.calls;
-    for (size_t z = 0; z < 4; z++)
-        for (int k = 0; k < 50; k++)
-            zone_hash_pick(v2, ZONES[z], k);
-    ck_assert_int_eq(f.calls, before);
-    /* v2's handed-on rings pick what rings built from scratch pick */
-    assert_same_hash_picks(v2, fresh);
-    /* v3, the same list as v2, shares v2's rings (including the ones the
-     * writer rebuilt for v2) */
-    sy__service *v3 = zoned(&a, 7);
-    before = f.calls;
-    sy__service_inherit_rr(v3, v2);
-    ck_assert_int_eq(f.calls, before);
-    assert_same_hash_picks(v3, fresh);
-    sy__service_unref(v1);
-    sy__service_unref(same);
-    sy__service_unref(v2); /* v3 still holds the shared rings */
-    assert_same_hash_picks(v3, fresh);
-    sy__service_unref(v3);
-    sy__service_unref(fresh);
-}
-END_TEST
-
-/* The instance list of s, copied (strings borrowed from s). */
-static sy_instance *list_of(const sy__service *s, size_t *n) {
-    *n = sy__service_count(s);
-    sy_instance *l = calloc(*n ? *n : 1, sizeof *l);
-    for (size_t i = 0; i < *n; i++)
-        l[i] = *sy__service_instance(s, i);
-    return l;
-}
-
-START_TEST(handed_on_rings_match_fresh_ones_across_random_updates) {
-    fail_state f = {.budget = -1};
-    sy_allocator user = {fail_malloc, fail_realloc, fail_free, &f};
-    sy__alloc a;
-    sy__alloc_init(&a, &user);
-    sy__service *cur = zoned(&a, -1);
-    for (size_t z = 0; z < 4; z++)
-        zone_hash_pick(cur, ZONES[z], 0);
-    static const sy_kv zkv[3][1] = {
-        {{"zone", "z0"}}, {{"zone", "z1"}}, {{"zone", "z2"}}};
-    static char newids[64][16];
-    uint64_t rnd = 0x9e3779b97f4a7c15ull;
-    for (int round = 0; round < 40; round++) {
-        rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
-        uint32_t r = (uint32_t)(rnd >> 33);
-        size_t n;
-        sy_instance *l = list_of(cur, &n);
-        const char *victim = l[r % n].id;
-        sy_instance_delta d[3];
-        size_t nd = 0;
-        switch (round % 5) {
-        case 0: /* a new instance */
-            snprintf(newids[round], sizeof newids[round], "new%d", round);
-            d[nd++] = (sy_instance_delta){
-                .op = SY_INSTANCE_ADD,
-                .instance = {newids[round], "10.9.9.9", 80, false, r % 70 + 1,
-                             SY_INSTANCE_UP, zkv[r % 3], 1}};
-            break;
-        case 1: /* one leaves */
-            d[nd++] = (sy_instance_delta){.op = SY_INSTANCE_REMOVE,
-                                          .instance = {.id = victim}};
-            break;
-        case 2: /* weights up and down, across the cap of 64 */
-            d[nd++] = (sy_instance_delta){
-                .op = SY_INSTANCE_WEIGHT,
-                .instance = {.id = victim, .weight = r % 80 + 1}};
-            d[nd++] = (sy_instance_delta){
-                .op = SY_INSTANCE_WEIGHT,
-                .instance = {.id = l[(r / 7) % n].id, .weight = 1}};
-            break;
-        case 3: /* down, or back up */
-            d[nd++] = (sy_instance_delta){
-                .op = SY_INSTANCE_STATE,
-                .instance = {.id = victim,
-                             .state = l[r % n].state == SY_INSTANCE_UP
-                                          ? SY_INSTANCE_DOWN
-                                          : SY_INSTANCE_UP}};
-            break;
-        default: break; /* the whole list again, rotated: positions move */
-        }
-        sy__service *next = NULL;
-        sy_error err;
-        if (nd) {
-            ck_assert_int_eq(sy__service_apply_deltas(cur, d, nd, &next, &err),
-                             0);
-        } else {
-            sy_instance *rot = calloc(n, sizeof *rot);
-            for (size_t i = 0; i < n; i++)
-                rot[i] = l[(i + r) % n];
-            ck_assert_int_eq(sy__service_new(&a, "svc", rot, n, &next, &err),
-                             0);
-            sy__service_inherit_rr(next, cur);
-            free(rot);
-        }
-        free(l);
-        /* readers of the groups used build nothing, and pick what a ring
-         * built from scratch picks */
-        long before = f.calls;
-        for (size_t z = 0; z < 4; z++)
-            zone_hash_pick(next, ZONES[z], 1);
-        ck_assert_int_eq(f.calls, before);
-        l = list_of(next, &n);
-        sy__service *fresh = NULL;
-        ck_assert_int_eq(sy__service_new(&a, "svc", l, n, &fresh, &err), 0);
-        free(l);
-        same_hash_picks(next, fresh, 400);
-        sy__service_unref(fresh);
-        sy__service_unref(cur);
-        cur = next;
-    }
-    sy__service_unref(cur);
-}
-END_TEST
-
-START_TEST(handing_rings_on_fails_cleanly_at_every_allocation) {
-    fail_state f = {.budget = -1};
-    sy_allocator user = {fail_malloc, fail_realloc, fail_free, &f};
-    sy__alloc a;
-    sy__alloc_init(&a, &user);
-    sy__service *v1 = zoned(&a, -1), *fresh = zoned(&a, 7);
-    for (size_t z = 0; z < 4; z++)
-        zone_hash_pick(v1, ZONES[z], 0);
-    sy_instance_delta d = {.op = SY_INSTANCE_WEIGHT,
-                           .instance = {.id = "n7", .weight = 9}};
-    int failures = 0;
-    for (long budget = 0;; budget++) {
-        sy__service *v2 = NULL;
-        sy_error err;
-        f.budget = budget;
-        int rc = sy__service_apply_deltas(v1, &d, 1, &v2, &err);
-        f.budget = -1;
-        if (rc == 0) {
-            /* whatever the writer could not hand on, readers build */
-            same_hash_picks(v2, fresh, 200);
-            sy__service_unref(v2);
-            /* stop once the budget no longer runs out before the end */
-            f.budget = budget;
-            rc = sy__service_apply_deltas(v1, &d, 1, &v2, &err);
-            bool ran_out = f.budget == 0;
-            f.budget = -1;
-            ck_assert_int_eq(rc, 0);
-            sy__service_unref(v2);
-            if (!ran_out)
-                break;
-        } else {
-            ck_assert_int_eq(rc, SY_ENOMEM);
-            ck_assert_ptr_null(v2);
-        }
-        failures++;
-    }
-    ck_assert_int_gt(failures, 10); /* LeakSanitizer checks the cleanup */
-    sy__service_unref(v1);
-    sy__service_unref(fresh);
-}
-END_TEST
-
-START_TEST(a_hash_pick_without_memory_for_a_ring_picks_the_same_owner) {
-    fail_state f = {.budget = -1};
-    sy_allocator user = {fail_malloc, fail_realloc, fail_free, &f};
-    sy__alloc a;
-    sy__alloc_init(&a, &user);
-    sy__service *starved = zoned(&a, 3), *fed = zoned(&a, 3);
-    f.budget = 0; /* every ring build fails: the pick scans the nodes */
-    for (size_t z = 0; z < 4; z++)
-        for (int k = 0; k < 300; k++) {
-            char want[16];
-            f.budget = -1;
-            snprintf(want, sizeof want, "%s", zone_hash_pick(fed, ZONES[z], k));
-            f.budget = 0;
-            ck_assert_str_eq(zone_hash_pick(starved, ZONES[z], k), want);
-        }
-    f.budget = -1;
-    sy__service_unref(starved);
-    sy__service_unref(fed);
 }
 END_TEST
 
@@ -1822,8 +1677,13 @@ int main(void) {
     tcase_add_test(tc, hash_spreads_keys_over_all_instances);
     tcase_add_test(tc, hash_removing_one_of_ten_moves_only_its_keys);
     tcase_add_test(tc, hash_adding_one_moves_only_keys_to_it);
+    tcase_add_test(tc, hash_shares_follow_equal_weights);
+    tcase_add_test(tc, hash_shares_follow_weights_1_2_7);
+    tcase_add_test(tc, hash_shares_follow_weights_1_1000_past_any_cap);
     tcase_add_test(tc,
-                   hash_on_a_large_ring_moves_only_the_removed_instance_keys);
+                   hash_weight_change_moves_keys_only_to_or_from_that_instance);
+    tcase_add_test(tc,
+                   hash_in_a_large_group_moves_only_the_removed_instance_keys);
     tcase_add_test(tc, hash_within_a_zone_is_stable_when_another_zone_changes);
     tcase_add_test(tc, hash_without_key_balances_by_round_robin);
     tcase_add_test(tc, delta_add_appends_a_new_instance);
@@ -1846,13 +1706,7 @@ int main(void) {
     tcase_add_test(tc, references_keep_the_service_alive);
     tcase_add_test(tc, round_robin_stays_exact_across_concurrent_threads);
     tcase_add_test(tc, build_and_deltas_fail_cleanly_at_every_allocation);
-    tcase_add_test(tc, no_ring_is_built_for_a_service_no_hash_pick_used);
-    tcase_add_test(tc,
-                   an_update_hands_rings_on_shared_or_rebuilt_by_the_writer);
-    tcase_add_test(tc, handed_on_rings_match_fresh_ones_across_random_updates);
-    tcase_add_test(tc, handing_rings_on_fails_cleanly_at_every_allocation);
-    tcase_add_test(tc,
-                   a_hash_pick_without_memory_for_a_ring_picks_the_same_owner);
+    tcase_add_test(tc, nothing_is_built_for_a_service_no_pick_used);
     tcase_add_test(tc, first_hash_picks_racing_on_threads_agree);
     tcase_add_test(tc, route_metadata_values_parse);
     tcase_add_test(tc, bench_hook_measures_every_policy);

@@ -40,7 +40,7 @@ FLOORS = [
         [("regex",)],
     ]),
     ("service", [
-        [("service", "service_int", "service_delta", "service_ring",
+        [("service", "service_int", "service_delta", "service_hrw",
           "service_select", "service_health")],
     ]),
     ("policy", [

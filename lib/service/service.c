@@ -3,7 +3,7 @@
  * and validating instance lists, the version order, candidate groups and
  * their lookup table, reference counting and accessors. The private layout
  * is drawn in service_int.h; deltas and instance diffs live in
- * service_delta.c, rings in service_ring.c and selection in
+ * service_delta.c, the hash pick in service_hrw.c and selection in
  * service_select.c.
  */
 #include "service/service_int.h"
@@ -180,6 +180,8 @@ static int sy__svc_copy_instance(sy__service *s, sy__svc_inst *dst,
     dst->pub.weight = in->weight ? in->weight : 1;
     dst->idh = idh;
     dst->idlen = (uint32_t)idlen;
+    dst->hseed = sy__hash64(in->id, idlen, ~0ull);
+    dst->hinv = 1.0 / (double)dst->pub.weight;
     size_t mdn = in->metadata_count;
     /* "[::1]" (validated) is kept as "::1": the address hosts connect to
      * (the authority brackets it again) */
@@ -285,7 +287,6 @@ static int sy__svc_group_add(sy__service *s, uint32_t parent, char tag,
     g->key = k;
     g->key_len = len;
     g->twin = SY_NONE;
-    atomic_init(&g->ring, NULL);
     atomic_init(&g->wrr, NULL);
     if (tag != 'a' && tag != 'u') {
         sy__svc_map_put(s->map, s->map_cap, sy__svc_gkey(parent, tag, kh), id);
@@ -309,7 +310,6 @@ static int sy__svc_group_get(sy__service *s, uint32_t parent, char tag,
 
 static void sy__svc_destroy(sy__service *s) {
     sy__alloc a = s->alloc;
-    sy__svc_ring_release(s);
     sy__svc_wrr_release(s);
     for (size_t i = 0; s->inst && i < s->n; i++)
         sy__svc_health_release(&a, &s->inst[i]);
@@ -455,7 +455,6 @@ static int sy__svc_build_groups(sy__service *s) {
         if (in->pub.state != SY_INSTANCE_UP)
             continue;
         s->up++;
-        s->vnodes += sy__svc_vnodes(in);
         int k;
         const uint32_t *same = sy__svc_memo_find(&memo, in, v, &k);
         if (same)
@@ -498,9 +497,10 @@ static int sy__svc_build_groups(sy__service *s) {
     for (uint32_t g = 0; g < s->ngroups; g++) {
         sy__svc_group *gr = &s->groups[g];
         gr->rr = &s->counters[g];
-        gr->ringp = &gr->ring; /* a twin's is set below */
         atomic_init(&gr->rr->v, 0);
         if (gr->twin == SY_NONE && (rc = sy__svc_finish_group(s, gr)))
+            goto out;
+        if (gr->twin == SY_NONE && (rc = sy__svc_hrw_prepare(s, gr)))
             goto out;
         if (gr->tag == 'v' && gr->n &&
             (s->latest == SY_NONE ||
@@ -522,7 +522,8 @@ static int sy__svc_build_groups(sy__service *s) {
         if (gr->twin == SY_NONE)
             continue;
         sy__svc_group *t = &s->groups[gr->twin];
-        gr->ringp = &t->ring;
+        gr->hmem = t->hmem;
+        gr->hclasses = t->hclasses;
         gr->members = t->members;
         gr->fill = t->fill;
         gr->total = t->total;
@@ -678,6 +679,5 @@ void sy__service_inherit_rr(sy__service *dst, const sy__service *src) {
                                                        memory_order_relaxed),
                                   memory_order_relaxed);
     }
-    sy__svc_ring_inherit(dst, src);
     sy__svc_wrr_inherit(dst, src);
 }

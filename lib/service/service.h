@@ -4,12 +4,10 @@
  * one service's instance list plus everything selection needs, precomputed
  * at build time: candidate groups per version / hint / zone, a smooth
  * weighted round-robin schedule per group and an alias table for weighted
- * random. A group's consistent-hash ring (virtual nodes) is built the
- * first time a hash pick needs it, and handed on to the next version of
- * the service by sy__service_inherit_rr (service_ring.c). Selection takes
- * no lock; its mutable state is one atomic round-robin counter and one
- * atomic ring pointer per candidate group. It allocates nothing, except
- * the first hash pick of a group whose ring nobody built yet.
+ * random. The hash policy needs nothing built: weighted rendezvous hashing
+ * over the group's members (service_hrw.c). Selection takes no lock and
+ * allocates nothing; its mutable state is one atomic round-robin counter
+ * per candidate group (and the lazily made smooth cycle).
  */
 #ifndef SY_SERVICE_H
 #define SY_SERVICE_H
@@ -54,10 +52,7 @@ int sy__service_apply_deltas(const sy__service *old, const sy_instance_delta *d,
  * version, hint and zone path). The schedule itself may have changed, so
  * the position continues modulo the new schedule: rotation goes on where it
  * was instead of restarting at the first instance after every update.
- * Hash rings too: every group whose counterpart in `src` has a ring (a hash
- * pick used it) gets one now, shared with `src` when the group's members,
- * their positions and weights are unchanged, else built, so the first
- * hash pick after an update does not build one. Called by
+ * Smooth cycles too (made now where a round-robin pick used them). Called by
  * sy__service_apply_deltas; call it yourself after sy__service_new when
  * replacing a whole list. Call before `dst` is published; idempotent.
  */

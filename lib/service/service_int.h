@@ -1,6 +1,6 @@
 /*
  * service_int.h - the private layout of a service, shared by the files that
- * build it (service.c), its consistent-hash rings (service_ring.c),
+ * build it (service.c), its hash pick (service_hrw.c),
  * selection (service_select.c) and passive health (service_health.c).
  * Private to those files.
  *
@@ -15,12 +15,12 @@
  *    |    .. "z" eu <- child of a base or hint group: members in zone eu
  *    |   each group: members[], cum[] weights, smooth WRR schedule,
  *    |               alias table, one cache-line-padded atomic round-robin
- *    |               counter, and an atomic pointer to its hash ring, built
- *    |               on first use (service_ring.c)
+ *    |               counter, its members ordered by weight (the hash
+ *    |               pick, service_hrw.c)
  *    |   a group whose members are exactly those of its counterpart in
  *    |   the "a" tree ("u" = "a" when no instance has a version; "u"/z eu
  *    |   = "a"/z eu ...) is that group's twin: it shares its members and
- *    |   balancing arrays (not its counter) and uses its ring
+ *    |   balancing arrays (not its counter)
  *    |- map               (parent group, tag, string) -> group
  *    `- health block      one allocation holding every instance's fresh
  *                         passive-health record (service_health.c)
@@ -33,14 +33,6 @@
 
 #define SVC_G_ALL 0u
 #define SVC_G_UNV 1u
-/* Ring: virtual nodes per unit of weight; weights above the cap count as
- * the cap (a node's share must not depend on the other instances). */
-#define SVC_RING_VNODES 32u
-#define SVC_RING_WEIGHT_CAP 64u
-/* A group shares the service ring when it holds at least 1/4 of its
- * virtual nodes (expected walk <= 4 entries); smaller groups get their own
- * ring. */
-#define SVC_RING_DENSE_DIV 4u
 /* Smooth WRR schedules are precomputed up to this length (and this much
  * build work); longer cycles use an exact multiplicative permutation. */
 #define SVC_SCHED_MIN 4096u
@@ -72,6 +64,8 @@ typedef struct sy__svc_inst {
     sy_instance pub; /* strings in the arena, weight >= 1 */
     uint32_t idh;    /* sy__idtab_hash of the id */
     uint32_t idlen;  /* strlen of the id */
+    uint64_t hseed;  /* hash64 of the id: its rendezvous seed (hash pick) */
+    double hinv;     /* 1 / weight (hash pick) */
     const char *version, *zone, *hint;
     size_t version_len, zone_len, hint_len;
     const char *authority;  /* the Host header it expects (host[:port]) */
@@ -79,28 +73,6 @@ typedef struct sy__svc_inst {
     sy__svc_health *health; /* never NULL once built */
     const struct sy__service *owner;
 } sy__svc_inst;
-
-typedef struct sy__svc_ring {
-    uint64_t *points; /* sorted */
-    uint32_t *inst;   /* instance index of each point */
-    size_t n;
-    uint32_t *bucket; /* first point index per top-bits bucket */
-    unsigned shift;
-    uint64_t vnodes;
-} sy__svc_ring;
-
-/* The hash ring of one group (service_ring.c), refcounted: a service
- * whose group has the same members as its predecessor's shares it. */
-typedef struct sy__svc_gring {
-    _Atomic size_t refs;
-    sy__alloc alloc;
-    /* NULL: `ring` is this group's own; else the group walks base->ring
-     * skipping instances not in `bits` (and holds a reference to base) */
-    struct sy__svc_gring *base;
-    uint64_t *bits;
-    const sy__svc_ring *walk; /* the ring a lookup walks: base's or `ring` */
-    sy__svc_ring ring;
-} sy__svc_gring;
 
 typedef struct sy__svc_counter {
     _Atomic uint64_t v;
@@ -127,11 +99,10 @@ typedef struct sy__svc_group {
     uint64_t step; /* permutation multiplier: without sched and wrr */
     uint32_t twin; /* group with the same members, or SY_NONE */
     sy__svc_counter *rr;
-    /* the hash ring, NULL until built (never set on a twin) */
-    _Atomic(sy__svc_gring *) ring;
-    /* the ring this group picks from: &ring, or its twin's (set once the
-     * group array no longer moves) */
-    _Atomic(sy__svc_gring *) *ringp;
+    /* the hash pick's order: members by weight (then position), and how
+     * many weights they have (service_hrw.c) */
+    uint32_t *hmem;
+    uint32_t hclasses;
 } sy__svc_group;
 
 typedef struct sy__svc_slot {
@@ -155,7 +126,6 @@ struct sy__service {
     uint32_t deflt;        /* no version header */
     uint32_t deflt_oldest; /* no version header, version-default oldest */
     uint32_t latest;       /* fallback latest */
-    uint64_t vnodes;       /* virtual nodes of group "a" (every up one) */
     sy__svc_counter *counters;
     sy__svc_hblock *hblock; /* this build's health records (service_health.c) */
     _Atomic uint64_t fingerprint; /* sy__service_fingerprint, once computed */
@@ -215,13 +185,6 @@ static inline uint32_t sy__svc_group_find(const sy__service *s, uint32_t parent,
     return sy__svc_group_find_h(s, parent, tag, k, len, sy__svc_khash(k, len));
 }
 
-/* The virtual nodes of an instance on a hash ring. */
-static inline uint64_t sy__svc_vnodes(const sy__svc_inst *in) {
-    uint32_t w = in->pub.weight;
-    return (uint64_t)SVC_RING_VNODES *
-           (w > SVC_RING_WEIGHT_CAP ? SVC_RING_WEIGHT_CAP : w);
-}
-
 /* Whether instance i of `a` and instance j of `b` have the same id. */
 static inline bool sy__svc_same_id(const sy__service *a, uint32_t i,
                                    const sy__service *b, uint32_t j) {
@@ -275,7 +238,7 @@ static inline uint32_t sy__svc_counterpart(const sy__service *s,
     return sy__svc_group_find(old, parent, gr->tag, gr->key, gr->key_len);
 }
 
-/* The group of `old` that holds the lazily built state (ring, cycle) of
+/* The group of `old` that holds the lazily built state (smooth cycle) of
  * `s`'s group g: its counterpart, or the twin that counterpart shares it
  * with; SY_NONE for none. */
 static inline uint32_t sy__svc_counterpart_owner(const sy__service *s,
@@ -287,22 +250,16 @@ static inline uint32_t sy__svc_counterpart_owner(const sy__service *s,
     return o;
 }
 
-/* ---- rings (service_ring.c) ---- */
+/* ---- the hash pick (service_hrw.c) ---- */
 
-/* The member of non-empty group `g` that owns `key` on its hash ring. The
- * ring is built on first use (lock-free: racing builders publish one and
- * drop the others); if that fails for memory, the same owner is worked out
- * from the members' virtual nodes without a ring. No lock. */
-uint32_t sy__svc_ring_pick(const sy__service *s, const sy__svc_group *g,
-                           sy_str key);
-/* Give `dst` (not yet published) the rings its predecessor `src` had
- * built: shared where a group's members (ids, positions, weights) are
- * unchanged, made now where they changed (merged from the predecessor's
- * ring when few nodes come or go, else built), so readers of a service a
- * hash route uses never wait for a build after an instance update. */
-void sy__svc_ring_inherit(sy__service *dst, const sy__service *src);
-/* Drop the service's references to its rings. */
-void sy__svc_ring_release(sy__service *s);
+/* The member of non-empty group `g` that `key` goes to: weighted
+ * rendezvous hashing, each member's share its weight's share. Reads only
+ * the service; no lock, no allocation. */
+uint32_t sy__svc_hrw_pick(const sy__service *s, const sy__svc_group *g,
+                          sy_str key);
+/* Fill g->hmem (from s's arena) and g->hclasses from g's members:
+ * SY_OK or SY_ENOMEM. */
+int sy__svc_hrw_prepare(sy__service *s, sy__svc_group *g);
 
 /* ---- passive health (service_health.c) ---- */
 

@@ -533,7 +533,7 @@ int sy__service_select_ex(const sy__service *s, const sy__select_params *p,
     if (p->policy == SY_LB_RANDOM)
         i = sy__svc_pick_random(gr, p->seed);
     else if (p->policy == SY_LB_HASH && p->hash_key.ptr)
-        i = sy__svc_ring_pick(s, gr, p->hash_key);
+        i = sy__svc_hrw_pick(s, gr, p->hash_key);
     else
         i = sy__svc_pick_rr(s, gr);
     int64_t now = 0;

@@ -346,6 +346,15 @@ bool sw_doc_same_key(const sw_shm_doc_t *o, ngx_uint_t kind, ngx_str_t *name,
 void sw_zone_route_order_locked(sw_zone_ctx_t *z, sw_shm_doc_t *d,
                                 bool in_place);
 void sw_zone_discard_locked(sw_zone_ctx_t *z, sw_shm_doc_t *d);
+/* The replay order of the documents listed from `docs` (by order, then
+ * seq, both ascending; seq is unique): the first after `after` (NULL: the
+ * very first), or NULL past the last. One pass over the list. */
+sw_shm_doc_t *sw_docs_replay_next(sw_shm_doc_t *docs,
+                                  const sw_shm_doc_t *after);
+/* All of them in replay order, sorted (n log n): a malloc'd array of *n
+ * (the caller frees it), or NULL with *n set when there is no memory (then
+ * walk them with sw_docs_replay_next, n passes) or no document. */
+sw_shm_doc_t **sw_docs_replay_order(sw_shm_doc_t *docs, size_t *n);
 void sw_zone_publish(sw_zone_ctx_t *z, ngx_uint_t slot, const sw_slot_t *s);
 
 /* ---- a routed request ---- */

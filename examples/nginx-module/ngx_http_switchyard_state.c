@@ -144,7 +144,7 @@ ngx_int_t sw_state_write_locked(sw_zone_ctx_t *z, sw_main_conf_t *mcf,
     sw_shm_doc_t *d;
     ngx_fd_t fd;
     ngx_int_t rc;
-    ngx_uint_t n = 0;
+    size_t n = 0;
 
     if (mcf->state_path.len == 0)
         return NGX_OK;
@@ -168,20 +168,12 @@ ngx_int_t sw_state_write_locked(sw_zone_ctx_t *z, sw_main_conf_t *mcf,
                     sw_state_version_locked(z), z->sh->generation);
     rc = sw_write_all(fd, line, e - line);
     /* in replay order (sw_shm_doc_t.order, then seq): a reader links
-     * them in this order, so its seq is their replay order */
-    for (d = z->sh->docs; d; d = d->next)
-        n++;
-    uint64_t lo = 0, lseq = 0;
-    for (ngx_uint_t k = 0; rc == NGX_OK && k < n; k++) {
-        sw_shm_doc_t *o;
-        d = NULL;
-        for (o = z->sh->docs; o; o = o->next)
-            if ((k == 0 || o->order > lo ||
-                 (o->order == lo && o->seq > lseq)) &&
-                (d == NULL || o->order < d->order ||
-                 (o->order == d->order && o->seq < d->seq)))
-                d = o;
-        lo = d->order, lseq = d->seq;
+     * them in this order, so its seq is their replay order. Sorted once
+     * (n log n under the mutex); without memory for that, n passes */
+    sw_shm_doc_t **v = sw_docs_replay_order(z->sh->docs, &n);
+    d = NULL;
+    for (size_t k = 0; rc == NGX_OK && k < n; k++) {
+        d = v ? v[k] : sw_docs_replay_next(z->sh->docs, d);
         /* the flags field: a reader of state files before it reads the
          * first six and links the route changes in file order */
         e = ngx_sprintf(line, "doc %ui %016uxL %uz %uz %uz %uL %ui\n", d->kind,
@@ -194,6 +186,7 @@ ngx_int_t sw_state_write_locked(sw_zone_ctx_t *z, sw_main_conf_t *mcf,
             sw_write_all(fd, (u_char *)"\n", 1) != NGX_OK)
             rc = NGX_ERROR;
     }
+    free(v);
     if (rc == NGX_OK)
         rc = sw_write_all(fd, (u_char *)"end\n", 4);
     if (ngx_close_file(fd) == NGX_FILE_ERROR)

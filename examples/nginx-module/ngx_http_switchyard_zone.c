@@ -528,6 +528,43 @@ uint64_t sw_zone_link_locked(sw_zone_ctx_t *z, sw_shm_doc_t *d) {
     return d->seq;
 }
 
+/* Does a come before b in replay order? */
+static bool sw_doc_replays_before(const sw_shm_doc_t *a,
+                                  const sw_shm_doc_t *b) {
+    return a->order < b->order || (a->order == b->order && a->seq < b->seq);
+}
+
+sw_shm_doc_t *sw_docs_replay_next(sw_shm_doc_t *docs,
+                                  const sw_shm_doc_t *after) {
+    sw_shm_doc_t *d = NULL, *o;
+    for (o = docs; o; o = o->next)
+        if ((after == NULL || sw_doc_replays_before(after, o)) &&
+            (d == NULL || sw_doc_replays_before(o, d)))
+            d = o;
+    return d;
+}
+
+static int sw_doc_replay_cmp(const void *a, const void *b) {
+    const sw_shm_doc_t *x = *(sw_shm_doc_t *const *)a,
+                       *y = *(sw_shm_doc_t *const *)b;
+    return sw_doc_replays_before(x, y) ? -1 : sw_doc_replays_before(y, x);
+}
+
+sw_shm_doc_t **sw_docs_replay_order(sw_shm_doc_t *docs, size_t *n) {
+    sw_shm_doc_t **v, *d;
+    size_t k = 0;
+
+    *n = 0;
+    for (d = docs; d; d = d->next)
+        (*n)++;
+    if (*n == 0 || (v = malloc(*n * sizeof *v)) == NULL)
+        return NULL;
+    for (d = docs; d; d = d->next)
+        v[k++] = d;
+    qsort(v, *n, sizeof *v, sw_doc_replay_cmp);
+    return v;
+}
+
 void sw_zone_publish(sw_zone_ctx_t *z, ngx_uint_t slot, const sw_slot_t *s) {
     if (slot >= SW_MAX_WORKERS)
         return;

@@ -6,7 +6,9 @@
  * format (the unversioned zone of the modules before, another version,
  * other structure sizes) is not read: a new header is made in the same
  * memory (logged at warn), a replaced one is not handed over (warn), and
- * the old bytes are left as they were. Links ngx_http_switchyard_zone.c
+ * the old bytes are left as they were. And the replay order the state
+ * file is written in (sw_docs_replay_order: sorted, the same order as the
+ * one-pass-per-document walk it replaced). Links ngx_http_switchyard_zone.c
  * and the library, with the few nginx and module calls the file makes
  * stubbed over malloc; built by build.sh against the configured nginx
  * tree (its headers give the structures their layout).
@@ -245,9 +247,78 @@ static void test_hand_over(void) {
     ngx_cycle = NULL;
 }
 
+/* ---- the replay order of the stored documents ---- */
+
+/* The order the state file was written in before session 50 (one pass
+ * over the list per document written): the reference. */
+static sw_shm_doc_t *old_next(sw_shm_doc_t *docs, ngx_uint_t k, uint64_t lo,
+                              uint64_t lseq) {
+    sw_shm_doc_t *d = NULL, *o;
+    for (o = docs; o; o = o->next)
+        if ((k == 0 || o->order > lo || (o->order == lo && o->seq > lseq)) &&
+            (d == NULL || o->order < d->order ||
+             (o->order == d->order && o->seq < d->seq)))
+            d = o;
+    return d;
+}
+
+/* A mixed sequence of n stored changes, as the zone keeps them: each has
+ * its own seq; a new one's order is its seq, an in-place update takes the
+ * order of a change before it (many share one order); the list is in
+ * link order (newest first) with some moved, as removals and replaced
+ * keys leave it. */
+static sw_shm_doc_t *mixed_docs(size_t n, unsigned seed, sw_shm_doc_t **block) {
+    sw_shm_doc_t *v = *block = calloc(n + 1, sizeof *v), *head = NULL;
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        v[i].seq = i + 1;
+        v[i].order = i > 0 && (seed >> 16) % 3 == 0
+                         ? v[(seed >> 8) % i].order /* in place */
+                         : v[i].seq;
+        v[i].kind = (seed >> 20) % 4;
+    }
+    for (size_t i = 0; i < n; i++) { /* swap some neighbours in the list */
+        seed = seed * 1103515245u + 12345u;
+        size_t j = (seed >> 16) % n;
+        sw_shm_doc_t t = v[i];
+        v[i] = v[j];
+        v[j] = t;
+    }
+    for (size_t i = 0; i < n; i++) {
+        v[i].next = head;
+        head = &v[i];
+    }
+    return head;
+}
+
+static void test_replay_order(void) {
+    static const size_t sizes[] = {0, 1, 2, 3, 50, 1000};
+    int same = 1;
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+        sw_shm_doc_t *block,
+            *docs = mixed_docs(sizes[s], 7u + (unsigned)s, &block);
+        size_t n;
+        sw_shm_doc_t **v = sw_docs_replay_order(docs, &n);
+        sw_shm_doc_t *ref = NULL, *walk = NULL;
+        same &= n == sizes[s] && (v != NULL) == (n > 0);
+        for (size_t k = 0; same && k < n; k++) {
+            ref = old_next(docs, k, ref ? ref->order : 0, ref ? ref->seq : 0);
+            walk = sw_docs_replay_next(docs, walk);
+            same &= v[k] == ref && walk == ref;
+        }
+        same &= sw_docs_replay_next(docs, walk) == NULL || n == 0;
+        free(v);
+        free(block);
+    }
+    ok(same, "the stored changes are written in the replay order of the "
+             "one-pass-per-document writer (mixed sequences of 0 to 1,000, "
+             "sorted and walked)");
+}
+
 int main(void) {
     test_attach();
     test_hand_over();
+    test_replay_order();
     printf("1..%d\n", n);
     return failed;
 }

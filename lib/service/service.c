@@ -181,7 +181,6 @@ static int sy__svc_copy_instance(sy__service *s, sy__svc_inst *dst,
     dst->idh = idh;
     dst->idlen = (uint32_t)idlen;
     dst->hseed = sy__hash64(in->id, idlen, ~0ull);
-    dst->hinv = 1.0 / (double)dst->pub.weight;
     size_t mdn = in->metadata_count;
     /* "[::1]" (validated) is kept as "::1": the address hosts connect to
      * (the authority brackets it again) */
@@ -523,6 +522,8 @@ static int sy__svc_build_groups(sy__service *s) {
             continue;
         sy__svc_group *t = &s->groups[gr->twin];
         gr->hmem = t->hmem;
+        gr->hseed = t->hseed;
+        gr->hruns = t->hruns;
         gr->hclasses = t->hclasses;
         gr->members = t->members;
         gr->fill = t->fill;

@@ -26,10 +26,13 @@
  * Members of one weight need no log to be compared: score is decreasing
  * in u, so among them the highest x wins. The group keeps its members
  * ordered by weight (hmem, made at build), and a pick takes, per run of
- * one weight, the highest x (a mix and a compare per member), then one
- * log per weight; a group of one weight takes no log at all:
+ * one weight, the highest x (a mix and a compare per member, the seeds
+ * read from one array), then one log per weight; a group of one weight
+ * takes no log at all:
  *
- *   hmem:  [ w=1: a c f | w=2: b e | w=4: d ]    3 classes, 3 logs
+ *   hmem:  [ a c f | b e | d ]      members (instance indices)
+ *   hseed: [ seeds of a c f b e d ]
+ *   hruns: [ {3, 1/1} {5, 1/2} {6, 1/4} ]   weights 1, 2, 4: 3 logs
  *
  * O(members) per request, nothing allocated, no lock, no lazily built
  * state: docs/performance.md has the instruction counts against the ring
@@ -49,34 +52,31 @@ static inline uint64_t hrw_x(uint64_t h, uint64_t seed) {
 
 uint32_t sy__svc_hrw_pick(const sy__service *s, const sy__svc_group *g,
                           sy_str key) {
+    (void)s;
     uint64_t h = sy__hash64(key.ptr, key.len, SVC_HASH_SEED);
-    const uint32_t *mem = g->hmem;
-    uint32_t best = SY_NONE;
-    uint64_t bseed = 0;
+    const uint64_t *seed = g->hseed;
+    uint32_t best = 0, k = 0;
     double bs = INFINITY;
-    for (uint32_t k = 0; k < g->n;) {
-        /* the run of one weight from k: its highest x */
-        const sy__svc_inst *in = &s->inst[mem[k]];
-        uint32_t w = in->pub.weight, rb = mem[k];
-        uint64_t rseed = in->hseed, rx = hrw_x(h, rseed);
-        for (k++; k < g->n && (in = &s->inst[mem[k]])->pub.weight == w; k++) {
-            uint64_t x = hrw_x(h, in->hseed);
-            if (x > rx || (x == rx && in->hseed < rseed)) {
+    for (uint32_t r = 0; r < g->hclasses; r++) {
+        /* the run of one weight: its highest x (ties: the lower seed) */
+        uint32_t rb = k, end = g->hruns[r].end;
+        uint64_t rx = hrw_x(h, seed[k]);
+        for (k++; k < end; k++) {
+            uint64_t x = hrw_x(h, seed[k]);
+            if (x > rx || (x == rx && seed[k] < seed[rb])) {
                 rx = x;
-                rb = mem[k];
-                rseed = in->hseed;
+                rb = k;
             }
         }
         if (g->hclasses == 1)
-            return rb;
-        double sc = -log(((double)rx + 0.5) * 0x1p-53) * s->inst[rb].hinv;
-        if (sc < bs || (sc == bs && rseed < bseed)) {
+            return g->hmem[rb];
+        double sc = -log(((double)rx + 0.5) * 0x1p-53) * g->hruns[r].inv;
+        if (sc < bs || (sc == bs && seed[rb] < seed[best])) {
             bs = sc;
             best = rb;
-            bseed = rseed;
         }
     }
-    return best;
+    return g->hmem[best];
 }
 
 static int hrw_cmp(const void *a, const void *b) {
@@ -88,9 +88,10 @@ int sy__svc_hrw_prepare(sy__service *s, sy__svc_group *g) {
     g->hclasses = 0;
     if (g->n == 0)
         return SY_OK;
-    g->hmem = sy__svc_arena_array(s, g->n, sizeof *g->hmem);
     uint64_t *key = sy__malloc(&s->alloc, g->n * sizeof *key);
-    if (!g->hmem || !key) {
+    g->hmem = sy__svc_arena_array(s, g->n, sizeof *g->hmem);
+    g->hseed = sy__svc_arena_array(s, g->n, sizeof *g->hseed);
+    if (!g->hmem || !g->hseed || !key) {
         sy__free(&s->alloc, key);
         return SY_ENOMEM;
     }
@@ -98,10 +99,22 @@ int sy__svc_hrw_prepare(sy__service *s, sy__svc_group *g) {
         key[k] =
             (uint64_t)s->inst[g->members[k]].pub.weight << 32 | g->members[k];
     qsort(key, g->n, sizeof *key, hrw_cmp);
+    uint32_t runs = 0;
     for (uint32_t k = 0; k < g->n; k++) {
         g->hmem[k] = (uint32_t)key[k];
-        if (k == 0 || key[k] >> 32 != key[k - 1] >> 32)
-            g->hclasses++;
+        g->hseed[k] = s->inst[g->hmem[k]].hseed;
+        runs += k == 0 || key[k] >> 32 != key[k - 1] >> 32;
+    }
+    g->hruns = sy__svc_arena_array(s, runs, sizeof *g->hruns);
+    if (!g->hruns) {
+        sy__free(&s->alloc, key);
+        return SY_ENOMEM;
+    }
+    for (uint32_t k = 0; k < g->n; k++) {
+        if (k + 1 < g->n && key[k + 1] >> 32 == key[k] >> 32)
+            continue;
+        g->hruns[g->hclasses].end = k + 1;
+        g->hruns[g->hclasses++].inv = 1.0 / (double)(key[k] >> 32);
     }
     sy__free(&s->alloc, key);
     return SY_OK;

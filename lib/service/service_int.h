@@ -65,7 +65,6 @@ typedef struct sy__svc_inst {
     uint32_t idh;    /* sy__idtab_hash of the id */
     uint32_t idlen;  /* strlen of the id */
     uint64_t hseed;  /* hash64 of the id: its rendezvous seed (hash pick) */
-    double hinv;     /* 1 / weight (hash pick) */
     const char *version, *zone, *hint;
     size_t version_len, zone_len, hint_len;
     const char *authority;  /* the Host header it expects (host[:port]) */
@@ -73,6 +72,13 @@ typedef struct sy__svc_inst {
     sy__svc_health *health; /* never NULL once built */
     const struct sy__service *owner;
 } sy__svc_inst;
+
+/* A run of members of one weight in a group's hash order: they end
+ * before hmem[end]; inv is 1 / their weight. */
+typedef struct sy__svc_hrun {
+    uint32_t end;
+    double inv;
+} sy__svc_hrun;
 
 typedef struct sy__svc_counter {
     _Atomic uint64_t v;
@@ -99,9 +105,11 @@ typedef struct sy__svc_group {
     uint64_t step; /* permutation multiplier: without sched and wrr */
     uint32_t twin; /* group with the same members, or SY_NONE */
     sy__svc_counter *rr;
-    /* the hash pick's order: members by weight (then position), and how
-     * many weights they have (service_hrw.c) */
+    /* the hash pick's order (service_hrw.c): members by weight (then
+     * position), their id seeds beside, and the runs of one weight */
     uint32_t *hmem;
+    uint64_t *hseed;
+    struct sy__svc_hrun *hruns;
     uint32_t hclasses;
 } sy__svc_group;
 

@@ -119,6 +119,20 @@ class RawUpstream:
     def serve(self, s):
         raise NotImplementedError
 
+    @staticmethod
+    def heads(s):
+        """The request heads read from s one after another, until the
+        peer closes (bodies are not read: for requests without one)."""
+        buf = b""
+        while True:
+            while b"\r\n\r\n" not in buf:
+                d = s.recv(65536)
+                if not d:
+                    return
+                buf += d
+            head, buf = buf.split(b"\r\n\r\n", 1)
+            yield head
+
 
 class Procs:
     """Every process started by a test; all stopped by stop_all()."""

@@ -25,15 +25,8 @@ class Upstream(h.RawUpstream):
     chunked body with trailer fields)."""
 
     def serve(self, s):
-        buf = b""
         try:
-            while True:
-                while b"\r\n\r\n" not in buf:
-                    d = s.recv(65536)
-                    if not d:
-                        return
-                    buf += d
-                head, buf = buf.split(b"\r\n\r\n", 1)
+            for head in self.heads(s):
                 path = head.split(b" ", 2)[1]
                 body = head + b"\r\n\r\n"
                 if path.startswith(b"/conn"):

@@ -45,15 +45,8 @@ class Upstream(h.RawUpstream):
         with self.lock:
             self.n += 1
             cid = self.n
-        buf = b""
         try:
-            while True:
-                while b"\r\n\r\n" not in buf:
-                    d = s.recv(65536)
-                    if not d:
-                        return
-                    buf += d
-                head, buf = buf.split(b"\r\n\r\n", 1)
+            for head in self.heads(s):
                 line = head.split(b"\r\n")[0].decode()
                 with self.lock:
                     self.seen.append((cid, line))

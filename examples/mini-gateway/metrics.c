@@ -12,6 +12,7 @@
  */
 #define _DEFAULT_SOURCE
 #include "gw.h"
+#include "utf8.h"
 
 #include <sched.h>
 #include <stdlib.h>
@@ -231,15 +232,26 @@ static void histogram(gw_buf *out, const char *name, const char *help,
                   (unsigned long long)count);
 }
 
+/* A label value: Prometheus text is UTF-8, so a byte of a route id that
+ * is not part of well-formed UTF-8 is written U+FFFD (utf8.h, as the JSON
+ * answers write it); '"', '\\' and LF escaped. */
 static void label(gw_buf *out, const char *s) {
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
+    size_t left = strlen(s);
+    while (left) {
+        size_t n = utf8_seq_len((const unsigned char *)s, left);
+        if (!n) {
+            gw_buf_adds(out, "\xef\xbf\xbd");
+            n = 1;
+        } else if (*s == '"' || *s == '\\') {
             gw_buf_add(out, "\\", 1);
-        if (*s == '\n') {
+            gw_buf_add(out, s, 1);
+        } else if (*s == '\n') {
             gw_buf_adds(out, "\\n");
-            continue;
+        } else {
+            gw_buf_add(out, s, n);
         }
-        gw_buf_add(out, s, 1);
+        s += n;
+        left -= n;
     }
 }
 

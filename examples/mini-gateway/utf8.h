@@ -1,7 +1,8 @@
 /*
  * utf8.h - the one judge of well-formed UTF-8 for the JSON the hosts
  * write for others to read: the mini-gateway's access log and admin
- * answers (util.c) and the nginx module's admin answers (sw_json_str in
+ * answers (util.c), its /metrics labels (metrics.c) and the nginx
+ * module's admin answers (sw_json_str in
  * examples/nginx-module/ngx_http_switchyard_admin.c, which includes it
  * from here). Each writes a byte that is not part of a well-formed
  * sequence as \ufffd.

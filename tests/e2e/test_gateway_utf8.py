@@ -1,7 +1,8 @@
 """Every JSON answer of the mini-gateway's admin port is well-formed UTF-8
 (RFC 8259 8.1), even when it echoes bytes that are not: a request's
 (/explain's url, decoded from %XX), a route's (its id, its predicates'
-values, taken as bytes from a document), an error quoting either. Each
+values, taken as bytes from a document), an error quoting either; and
+/metrics' labels (Prometheus text is UTF-8). Each
 byte that is not part of well-formed UTF-8 is written \\ufffd, as the
 access log writes it; well-formed text (e, a 4-byte emoji) as it is.
 
@@ -95,6 +96,16 @@ def body(procs, c):
                 b"Connection: close\r\n\r\n")
     c.ok(out.startswith(b"HTTP/1.1 200"),
          "the route with the stray bytes still routes them: %r" % out[:80])
+    # /metrics (Prometheus text, UTF-8) labels the request with its route
+    st, _, raw = gw.admin_call("GET", "/metrics")
+    c.eq(st, 200, "GET /metrics status")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        text = ""
+        c.ok(False, "/metrics: not UTF-8 (%s)" % e)
+    c.ok('route="%s"' % rid in text, "/metrics: the route label with "
+         "U+FFFD for its stray bytes")
     c.done(procs)
 
 

@@ -464,9 +464,9 @@ START_TEST(a_route_turned_to_hash_after_the_instances_picks_by_hash) {
     }
     ck_assert_int_gt(spread, 1);
     ck_assert_int_gt(differs_from_rr, 0);
-    /* an instance update after the rings were used: both routers hand
-     * their rings on; users of the other instances stay where they were,
-     * and both agree with a router that starts from the new list */
+    /* an instance update after hash picks were made: users of the other
+     * instances stay where they were, and both routers agree with a
+     * router that starts from the new list */
     set_dozen(later, 5);
     set_dozen(first, 5);
     sy_router *fresh = router_with(ORDERS_HASH);

@@ -3,7 +3,7 @@
  * balancing structures built per candidate group (smooth weighted
  * round-robin schedules, alias tables for weighted random), the
  * round-robin / random picks, sy__service_select, and parsing the policy
- * settings of a route's metadata. The hash pick lives in service_ring.c.
+ * settings of a route's metadata. The hash pick lives in service_hrw.c.
  *
  * Selection is: pick the base group (one map lookup when a version header
  * is present), optionally descend to the hint child and the zone child
